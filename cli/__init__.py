@@ -1,0 +1,1 @@
+"""The `suli` command line."""

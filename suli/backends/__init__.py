@@ -1,0 +1,1 @@
+"""Search backends: OpenSearch (production) and embedded SQLite (default without a server)."""

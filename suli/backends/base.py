@@ -1,0 +1,118 @@
+"""The backend protocol: ranked lists per leg and plain storage; no fusion or ACL logic inside."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from suli.models import BoardAcl, Filters, Item, Principal
+from suli.visibility import Visibility
+
+TextFields = Literal["stemmed", "plain"]
+
+
+@dataclass(frozen=True)
+class LegQuery:
+    """Both legs of one search, sent together (one round trip where the backend allows)."""
+
+    vis: Visibility
+    filters: Filters
+    text: str | None  # None: no text leg
+    vector: Sequence[float] | None  # None: no vector leg
+    depth: int
+    # "stemmed": English-analysed fields, common words dropped; "plain": every word counts
+    # (used only when the query has nothing but common words; DESIGN 3.5).
+    text_fields: TextFields = "stemmed"
+    regex: str | None = None  # regex mode: replaces the text leg
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked hit of one leg. score: BM25 for text, cosine similarity for vector."""
+
+    item: Item
+    score: float
+    highlights: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LegResults:
+    text: tuple[Hit, ...] = ()
+    vector: tuple[Hit, ...] = ()
+    errors: dict[str, str] = field(default_factory=dict)  # leg -> reason, for degraded mode
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """Per-item outcome of a write: every id ends as indexed or rejected with a reason."""
+
+    indexed: tuple[str, ...] = ()
+    rejected: dict[str, str] = field(default_factory=dict)
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class Facets:
+    total: int
+    values: dict[str, list[tuple[str, int]]]  # facet name -> [(value, count)], most first
+
+
+class Backend(Protocol):
+    """What the search core needs from a store."""
+
+    dimension: int
+
+    def search(self, query: LegQuery) -> LegResults: ...
+
+    def browse(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        limit: int,
+        timeout_s: float | None = None,
+        regex: str | None = None,
+    ) -> tuple[list[Item], int]:
+        """Visible items matching filters, newest last_activity_at first, and their count."""
+        ...
+
+    def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
+        """The visible items among ids (invisible and missing ids are simply absent)."""
+        ...
+
+    def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]: ...
+
+    def facets(self, vis: Visibility, filters: Filters) -> Facets: ...
+
+    def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
+        """Visible items whose references name item_id."""
+        ...
+
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome: ...
+
+    def delete(self, ids: Sequence[str]) -> BulkOutcome: ...
+
+    def count(self) -> int:
+        """All stored items (admin/ops view; never shown to a principal)."""
+        ...
+
+    # ACLs, principals and token hashes
+    def put_acls(self, acls: Sequence[BoardAcl]) -> None: ...
+
+    def acls(self, workspace: str) -> list[BoardAcl]: ...
+
+    def put_principals(self, principals: Sequence[Principal]) -> None: ...
+
+    def principal(self, principal_id: str) -> Principal | None: ...
+
+    def put_token(self, token_hash: str, principal_id: str, admin: bool) -> None: ...
+
+    def token(self, token_hash: str) -> tuple[str, bool] | None: ...
+
+    def revoke_token(self, token_hash_or_prefix: str) -> int: ...
+
+    def ping(self) -> dict[str, object]: ...
+
+    def close(self) -> None: ...

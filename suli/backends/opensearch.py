@@ -1,0 +1,381 @@
+"""OpenSearch backend: both legs in one _msearch through the items alias; writes with back-off."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import opensearchpy
+from opensearchpy import OpenSearch, helpers
+from tenacity import (
+    Retrying,
+    before_sleep_log,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+import mappings
+from suli.backends import opensearch_bodies as bodies
+from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults
+from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
+from suli.models import BoardAcl, Filters, Item, Principal
+from suli.settings import Settings
+from suli.visibility import Visibility
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RETRY_STATUSES = {429, 502, 503, 504}  # transient: re-send; any other item error is a rejection
+BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on an item
+BULK_CHUNK = 500
+
+
+def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
+    """A client for settings.opensearch_url (comma-separated hosts allowed)."""
+    assert settings.opensearch_url
+    hosts = [h.strip() for h in settings.opensearch_url.split(",") if h.strip()]
+    auth = None
+    if settings.opensearch_user:
+        pw = settings.opensearch_password.get_secret_value() if settings.opensearch_password else ""
+        auth = (settings.opensearch_user, pw)
+    return OpenSearch(
+        hosts=hosts,
+        http_auth=auth,
+        verify_certs=settings.opensearch_verify_certs,
+        ca_certs=settings.opensearch_ca_certs,
+        timeout=settings.opensearch_timeout_s,
+        max_retries=max_retries,
+        retry_on_timeout=False,
+        http_compress=False,
+    )
+
+
+def _wrap(call: Callable[[], T], what: str) -> T:
+    """Run one client call, turning transport faults into the core's errors."""
+    try:
+        return call()
+    except opensearchpy.ConnectionTimeout as e:
+        raise DeadlineExceeded(f"OpenSearch did not answer {what} in time") from e
+    except opensearchpy.ConnectionError as e:
+        raise BackendUnavailable(f"OpenSearch is unreachable ({what}): {e.info or e}") from e
+    except opensearchpy.NotFoundError as e:
+        raise BackendUnavailable(f"OpenSearch index missing ({what}); run `suli index` first") from e
+    except opensearchpy.TransportError as e:
+        status = e.status_code if isinstance(e.status_code, int) else 0
+        if status == 400 and "regexp" in str(e.info):
+            raise InvalidInput("regex: pattern is too complex or not valid here", "regex") from e
+        if status in (429,) or status >= 500:
+            raise BackendUnavailable(f"OpenSearch failed {what} (status {status})") from e
+        raise
+
+
+class OpenSearchBackend:
+    """Items behind the alias `settings.index_alias`; ACLs, principals and tokens in `acl_index`."""
+
+    def __init__(self, settings: Settings, dimension: int, model: str = "") -> None:
+        self.settings = settings
+        self.dimension = dimension
+        self.model = model
+        self.alias = settings.index_alias
+        self.acl_index = settings.acl_index
+        self.client = make_client(settings, max_retries=1)
+        # Writes: the transport never retries; the bulk layer below owns all retries.
+        self.write_client = make_client(settings, max_retries=0)
+
+    # ---- index management --------------------------------------------------------------
+
+    def physical_name(self) -> str:
+        stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
+        return f"{self.alias}-v{mappings.mapping_version()}-{stamp}"
+
+    def create_physical(self, shards: int | None = None, replicas: int | None = None) -> str:
+        name = self.physical_name()
+        body = mappings.items_index(
+            self.dimension,
+            shards=shards or self.settings.shards,
+            replicas=self.settings.replicas if replicas is None else replicas,
+            model=self.model,
+        )
+        _wrap(lambda: self.client.indices.create(index=name, body=body), "create index")
+        return name
+
+    def ensure_ready(self) -> None:
+        """Create the items index + alias and the ACL index when they do not exist yet."""
+        if not _wrap(lambda: self.client.indices.exists_alias(name=self.alias), "alias check"):
+            if _wrap(lambda: self.client.indices.exists(index=self.alias), "index check"):
+                raise BackendUnavailable(f"{self.alias} is an index, not an alias")
+            name = self.create_physical()
+            _wrap(
+                lambda: self.client.indices.put_alias(index=name, name=self.alias), "create alias"
+            )
+        if not _wrap(lambda: self.client.indices.exists(index=self.acl_index), "acl check"):
+            body = mappings.acl_index(replicas=self.settings.replicas)
+            try:
+                self.client.indices.create(index=self.acl_index, body=body)
+            except opensearchpy.RequestError as e:  # created concurrently: fine
+                if "resource_already_exists" not in str(e):
+                    raise
+
+    def current_index(self) -> str | None:
+        try:
+            got = self.client.indices.get_alias(name=self.alias)
+        except opensearchpy.NotFoundError:
+            return None
+        return sorted(got)[0] if got else None
+
+    def refresh(self) -> None:
+        _wrap(lambda: self.client.indices.refresh(index=f"{self.alias},{self.acl_index}"), "refresh")
+
+    # ---- search ------------------------------------------------------------------------
+
+    def _params(self, timeout_s: float | None) -> dict[str, Any]:
+        if not timeout_s:
+            return {}
+        # The client gives up at the deadline and OpenSearch stops the search at its own
+        # timeout, so no work is left running past the request's deadline.
+        return {"request_timeout": max(timeout_s, 0.05), "timeout": f"{max(int(timeout_s * 1000), 50)}ms"}
+
+    def search(self, query: LegQuery) -> LegResults:
+        legs: list[tuple[str, dict[str, Any]]] = []
+        if query.text is not None:
+            legs.append(("text", bodies.text_leg(query)))
+        if query.vector is not None:
+            legs.append(("vector", bodies.vector_leg(query)))
+        if not legs:
+            return LegResults()
+        lines: list[dict[str, Any]] = []
+        for _, body in legs:
+            lines += [{"index": self.alias}, body]
+        params = self._params(query.timeout_s)
+        search_timeout = params.pop("timeout", None)
+        if search_timeout:
+            for _, body in legs:
+                body["timeout"] = search_timeout
+        t0 = time.perf_counter()
+        resp = _wrap(lambda: self.client.msearch(body=lines, params=params), "search")
+        took = (time.perf_counter() - t0) * 1000
+        out: dict[str, list[Hit]] = {"text": [], "vector": []}
+        errors: dict[str, str] = {}
+        timings: dict[str, float] = {"msearch": took}
+        for (leg, _), r in zip(legs, resp["responses"], strict=True):
+            if "error" in r:
+                err = r["error"]
+                reason = err.get("reason") if isinstance(err, dict) else str(err)
+                if leg == "text" and "regexp" in str(err):
+                    raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
+                errors[leg] = f"{err.get('type', 'error') if isinstance(err, dict) else 'error'}: {reason}"
+                continue
+            if r.get("timed_out"):
+                errors[leg] = "timed out"
+            timings[f"{leg}_took"] = float(r.get("took", 0))
+            for h in r["hits"]["hits"]:
+                score = float(h["_score"] or 0.0)
+                if leg == "vector":
+                    score = bodies.cosine_from_score(score)
+                hl = tuple(frag for frags in (h.get("highlight") or {}).values() for frag in frags)
+                out[leg].append(Hit(bodies.doc_to_item(h["_source"]), score, hl))
+        return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings)
+
+    def _search(self, body: dict[str, Any], what: str, index: str | None = None, timeout_s: float | None = None) -> dict[str, Any]:
+        params = self._params(timeout_s)
+        params.pop("timeout", None)
+        return _wrap(
+            lambda: self.client.search(index=index or self.alias, body=body, params=params), what
+        )
+
+    def browse(
+        self, vis: Visibility, filters: Filters, limit: int, timeout_s: float | None = None, regex: str | None = None
+    ) -> tuple[list[Item], int]:
+        r = self._search(bodies.browse_body(vis, filters, limit, regex), "browse", timeout_s=timeout_s)
+        items = [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
+        return items, int(r["hits"]["total"]["value"])
+
+    def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
+        if not ids:
+            return {}
+        r = self._search(bodies.ids_body(vis, list(dict.fromkeys(ids))), "get")
+        return {h["_id"]: bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
+
+    def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        r = self._search(bodies.ids_body(vis, list(dict.fromkeys(ids)), source=["vector"]), "vectors")
+        return {h["_id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
+
+    def facets(self, vis: Visibility, filters: Filters) -> Facets:
+        r = self._search(bodies.facets_body(vis, filters), "facets")
+        values = {
+            name: [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+            for name, agg in r["aggregations"].items()
+        }
+        return Facets(total=int(r["hits"]["total"]["value"]), values=values)
+
+    def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
+        r = self._search(bodies.referencing_body(vis, item_id, limit), "related")
+        return [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
+
+    def count(self) -> int:
+        r = _wrap(lambda: self.client.count(index=self.alias), "count")
+        return int(r["count"])
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def _retrying(self) -> Retrying:
+        """Connection faults: retry the whole request with exponential back-off and jitter."""
+        return Retrying(
+            retry=retry_if_exception_type((opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout)),
+            wait=wait_exponential_jitter(initial=0.5, max=15),
+            stop=stop_after_attempt(8),
+            before_sleep=before_sleep_log(log, logging.WARNING),
+            reraise=True,
+        )
+
+    def _bulk(self, actions: list[dict[str, Any]], index: str | None = None) -> BulkOutcome:
+        """Send actions; re-send items failing with 429/5xx; every id ends indexed or rejected."""
+        target = index or self.alias
+        pending = {a["_id"]: a for a in actions}
+        done: list[str] = []
+        rejected: dict[str, str] = {}
+        retries = 0
+        for round_no in range(BULK_ROUNDS):
+            if not pending:
+                break
+            if round_no:
+                retries += len(pending)
+                delay = min(15.0, 0.5 * 2 ** (round_no - 1)) * (0.5 + random.random())
+                log.warning("re-sending %d items after transient errors (round %d, %.1fs)", len(pending), round_no, delay)
+                time.sleep(delay)
+            batch = list(pending.values())
+            results: list[tuple[bool, dict[str, Any]]] = []
+            for attempt in self._retrying():
+                with attempt:
+                    results = list(
+                        helpers.streaming_bulk(
+                            self.write_client,
+                            batch,
+                            index=target,
+                            chunk_size=BULK_CHUNK,
+                            max_retries=0,  # the loop above is the only re-send layer
+                            raise_on_error=False,
+                            raise_on_exception=False,
+                        )
+                    )
+                    # streaming_bulk swallows connection errors per chunk: surface them here.
+                    for ok, info in results:
+                        op = next(iter(info.values()))
+                        if not ok and op.get("status") == "N/A":
+                            raise opensearchpy.ConnectionError("N/A", str(op.get("error")), None)
+            for ok, info in results:
+                op = next(iter(info.values()))
+                item_id = op.get("_id")
+                if ok:
+                    done.append(item_id)
+                    pending.pop(item_id, None)
+                    continue
+                status = op.get("status")
+                if isinstance(status, int) and status in RETRY_STATUSES:
+                    continue  # stays pending for the next round
+                if op.get("result") == "not_found" or status == 404:
+                    done.append(item_id)  # delete of an absent id: nothing to do
+                    pending.pop(item_id, None)
+                    continue
+                err = op.get("error")
+                reason = err.get("reason") if isinstance(err, dict) else str(err)
+                etype = err.get("type") if isinstance(err, dict) else "error"
+                rejected[item_id] = f"{etype}: {reason}"
+                pending.pop(item_id, None)
+        for item_id in pending:
+            rejected[item_id] = f"still failing after {BULK_ROUNDS} rounds of back-off"
+        return BulkOutcome(indexed=tuple(done), rejected=rejected, retries=retries)
+
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]], index: str | None = None) -> BulkOutcome:
+        actions = []
+        for item, vec in items:
+            if len(vec) != self.dimension:
+                raise InvalidInput(f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector")
+            actions.append({"_op_type": "index", "_id": item.id, "_source": bodies.item_to_doc(item, vec)})
+        return self._bulk(actions, index)
+
+    def delete(self, ids: Sequence[str]) -> BulkOutcome:
+        return self._bulk([{"_op_type": "delete", "_id": i} for i in dict.fromkeys(ids)])
+
+    # ---- ACLs, principals, tokens -------------------------------------------------------
+
+    def _put(self, doc_id: str, doc: dict[str, Any]) -> None:
+        _wrap(lambda: self.write_client.index(index=self.acl_index, id=doc_id, body=doc, refresh=True), "acl write")
+
+    def put_acls(self, acls: Sequence[BoardAcl]) -> None:
+        for a in acls:
+            self._put(
+                f"acl:{a.board}",
+                {"doc_type": "acl", "board": a.board, "workspace": a.workspace, "name": a.name,
+                 "members": list(a.members), "groups": list(a.groups)},
+            )
+
+    def acls(self, workspace: str) -> list[BoardAcl]:
+        body = {"size": 10_000, "query": {"bool": {"filter": [{"term": {"doc_type": "acl"}}, {"term": {"workspace": workspace}}]}}}
+        r = self._search(body, "acl read", index=self.acl_index)
+        return [
+            BoardAcl(s["board"], s["workspace"], s.get("name", ""), tuple(s.get("members", ())), tuple(s.get("groups", ())))
+            for s in (h["_source"] for h in r["hits"]["hits"])
+        ]
+
+    def put_principals(self, principals: Sequence[Principal]) -> None:
+        for p in principals:
+            self._put(
+                f"principal:{p.id}",
+                {"doc_type": "principal", "principal_id": p.id, "workspace": p.workspace,
+                 "kind": p.kind, "groups": list(p.groups)},
+            )
+
+    def _get(self, doc_id: str) -> dict[str, Any] | None:
+        try:
+            return self.client.get(index=self.acl_index, id=doc_id)["_source"]
+        except opensearchpy.NotFoundError:
+            return None
+        except opensearchpy.ConnectionError as e:
+            raise BackendUnavailable(f"OpenSearch is unreachable: {e}") from e
+
+    def principal(self, principal_id: str) -> Principal | None:
+        s = self._get(f"principal:{principal_id}")
+        if s is None:
+            return None
+        return Principal(s["principal_id"], s["workspace"], s.get("kind", "person"), tuple(s.get("groups", ())))
+
+    def put_token(self, token_hash: str, principal_id: str, admin: bool) -> None:
+        self._put(
+            f"token:{token_hash}",
+            {"doc_type": "token", "principal_id": principal_id, "admin": admin,
+             "created_at": datetime.now(UTC).isoformat()},
+        )
+
+    def token(self, token_hash: str) -> tuple[str, bool] | None:
+        s = self._get(f"token:{token_hash}")
+        return None if s is None else (s["principal_id"], bool(s.get("admin")))
+
+    def revoke_token(self, token_hash_or_prefix: str) -> int:
+        doc_id = f"token:{token_hash_or_prefix}"
+        try:
+            self.write_client.delete(index=self.acl_index, id=doc_id, refresh=True)
+        except opensearchpy.NotFoundError:
+            raise NotFound("no such token") from None
+        return 1
+
+    def ping(self) -> dict[str, object]:
+        health = _wrap(lambda: self.client.cluster.health(), "health")
+        return {
+            "backend": "opensearch",
+            "status": health.get("status"),
+            "nodes": health.get("number_of_nodes"),
+            "alias": self.alias,
+            "index": self.current_index(),
+        }
+
+    def close(self) -> None:
+        self.client.close()
+        self.write_client.close()

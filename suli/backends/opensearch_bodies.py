@@ -1,0 +1,295 @@
+"""Pure builders of OpenSearch request bodies and document conversion (tested against golden JSON)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from suli.backends.base import LegQuery, TextFields
+from suli.models import Filters, Item, Station
+from suli.visibility import Visibility
+
+# Title counts three times a body match: titles are short and chosen to describe the item.
+TEXT_FIELDS: dict[TextFields, list[str]] = {
+    "stemmed": ["title^3", "body", "caption", "path", "tags.text^2"],
+    "plain": ["title.plain^3", "body.plain", "caption.plain", "path.plain", "tags.plain^2"],
+}
+HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
+    "stemmed": ["title", "body", "caption"],
+    "plain": ["title.plain", "body.plain", "caption.plain"],
+}
+SOURCE_EXCLUDES = ["vector", "embedded_text_sha"]
+MAX_DETERMINIZED_STATES = 10_000  # bounds a regex's automaton: a hostile pattern errors, never hangs
+
+
+def visibility_clause(vis: Visibility) -> dict[str, Any]:
+    """DESIGN section 2 as one bool filter: workspace AND (workspace-wide OR my board OR mine)."""
+    should: list[dict[str, Any]] = [
+        {"term": {"scope": "workspace"}},
+        {"bool": {"filter": [{"term": {"scope": "personal"}}, {"term": {"uploader": vis.principal_id}}]}},
+    ]
+    if vis.boards:
+        should.insert(1, {"terms": {"board": sorted(vis.boards)}})
+    return {
+        "bool": {
+            "filter": [{"term": {"workspace": vis.workspace}}],
+            "should": should,
+            "minimum_should_match": 1,
+        }
+    }
+
+
+def regex_clause(pattern: str) -> dict[str, Any]:
+    """Regex anywhere in title or body, case-insensitive, on the wildcard sub-fields."""
+    anchored_start = pattern.startswith("^")
+    anchored_end = pattern.endswith("$") and not pattern.endswith("\\$")
+    core = pattern[1 if anchored_start else 0 : len(pattern) - (1 if anchored_end else 0)]
+    core = core.replace('"', '\\"')  # '"' opens a literal in Lucene's syntax
+    value = f"{'' if anchored_start else '.*'}({core}){'' if anchored_end else '.*'}"
+
+    def one(field: str) -> dict[str, Any]:
+        return {
+            "regexp": {
+                field: {
+                    "value": value,
+                    "flags": "NONE",
+                    "case_insensitive": True,
+                    "max_determinized_states": MAX_DETERMINIZED_STATES,
+                }
+            }
+        }
+
+    return {"bool": {"should": [one("title.wc"), one("body.wc")], "minimum_should_match": 1}}
+
+
+def filter_clauses(
+    vis: Visibility, filters: Filters, regex: str | None = None, *, hidden_ok: bool = False
+) -> list[dict[str, Any]]:
+    """Every filter of a request, visibility first; the same list goes into both legs."""
+    out: list[dict[str, Any]] = [visibility_clause(vis)]
+    if filters.kinds:
+        out.append({"terms": {"kind": list(filters.kinds)}})
+    if filters.outcomes:
+        out.append({"terms": {"outcome": list(filters.outcomes)}})
+    if filters.boards:
+        out.append({"terms": {"board": list(filters.boards)}})
+    if filters.agents:
+        out.append({"terms": {"agent": list(filters.agents)}})
+    if filters.stations:
+        values = list(filters.stations)
+        out.append(
+            {
+                "bool": {
+                    "should": [
+                        {"terms": {"stations.id": values}},
+                        {"terms": {"stations.name": values}},
+                    ],
+                    "minimum_should_match": 1,
+                }
+            }
+        )
+    if filters.tags:
+        out.append({"terms": {"tags": list(filters.tags)}})
+    if filters.since or filters.until:
+        rng: dict[str, Any] = {}
+        if filters.since:
+            rng["gte"] = f"{filters.since.isoformat()}||/d"  # start of that UTC day
+        if filters.until:
+            rng["lte"] = f"{filters.until.isoformat()}||/d"  # rounds up: end of that UTC day
+        out.append({"range": {"last_activity_at": rng}})
+    if not (filters.include_hidden or hidden_ok):
+        out.append({"bool": {"must_not": [{"term": {"hidden": True}}]}})
+    if filters.exclude_ids:
+        out.append({"bool": {"must_not": [{"ids": {"values": list(filters.exclude_ids)}}]}})
+    if regex:
+        out.append(regex_clause(regex))
+    return out
+
+
+def text_leg(q: LegQuery) -> dict[str, Any]:
+    """BM25 over title, body, caption, path and tags; user text goes in as plain words only."""
+    assert q.text is not None
+    return {
+        "size": q.depth,
+        "track_total_hits": False,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "query": {
+            "bool": {
+                # multi_match analyses the text; it never parses query syntax (unlike query_string).
+                "must": [
+                    {
+                        "multi_match": {
+                            "query": q.text,
+                            "fields": TEXT_FIELDS[q.text_fields],
+                            "type": "best_fields",
+                            "tie_breaker": 0.3,
+                        }
+                    }
+                ],
+                "filter": filter_clauses(q.vis, q.filters, q.regex),
+            }
+        },
+        "highlight": {
+            "encoder": "html",
+            "pre_tags": ["<mark>"],
+            "post_tags": ["</mark>"],
+            "fragment_size": 160,
+            "number_of_fragments": 1,
+            "fields": {f: {} for f in HIGHLIGHT_FIELDS[q.text_fields]},
+        },
+    }
+
+
+def vector_leg(q: LegQuery) -> dict[str, Any]:
+    """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering)."""
+    assert q.vector is not None
+    return {
+        "size": q.depth,
+        "track_total_hits": False,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "query": {
+            "knn": {
+                "vector": {
+                    "vector": [float(x) for x in q.vector],
+                    "k": q.depth,
+                    "filter": {"bool": {"filter": filter_clauses(q.vis, q.filters, q.regex)}},
+                }
+            }
+        },
+    }
+
+
+def browse_body(vis: Visibility, filters: Filters, limit: int, regex: str | None = None) -> dict[str, Any]:
+    return {
+        "size": limit,
+        "track_total_hits": True,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "query": {"bool": {"filter": filter_clauses(vis, filters, regex)}},
+        "sort": [
+            {"last_activity_at": {"order": "desc", "missing": "_last"}},
+            {"id": {"order": "asc"}},
+        ],
+    }
+
+
+def ids_body(vis: Visibility, ids: Sequence[str], source: Any = None) -> dict[str, Any]:
+    """Visible items among ids; hidden items are included (a direct lookup may name them)."""
+    return {
+        "size": len(ids),
+        "_source": source if source is not None else {"excludes": SOURCE_EXCLUDES},
+        "query": {
+            "bool": {
+                "filter": [
+                    *filter_clauses(vis, Filters(), hidden_ok=True),
+                    {"ids": {"values": list(ids)}},
+                ]
+            }
+        },
+    }
+
+
+FACET_FIELDS = {
+    "kind": "kind",
+    "outcome": "outcome",
+    "board": "board",
+    "agent": "agent",
+    "station": "stations.name",
+    "tag": "tags",
+}
+
+
+def facets_body(vis: Visibility, filters: Filters) -> dict[str, Any]:
+    return {
+        "size": 0,
+        "track_total_hits": True,
+        "query": {"bool": {"filter": filter_clauses(vis, filters)}},
+        "aggs": {name: {"terms": {"field": f, "size": 100}} for name, f in FACET_FIELDS.items()},
+    }
+
+
+def referencing_body(vis: Visibility, item_id: str, limit: int) -> dict[str, Any]:
+    return {
+        "size": limit,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "query": {
+            "bool": {
+                "filter": [*filter_clauses(vis, Filters()), {"term": {"references": item_id}}]
+            }
+        },
+        "sort": [{"last_activity_at": {"order": "desc", "missing": "_last"}}, {"id": "asc"}],
+    }
+
+
+# ---- documents ----------------------------------------------------------------------------
+
+
+def _iso(d: datetime | None) -> str | None:
+    return d.isoformat().replace("+00:00", "Z") if d else None
+
+
+def item_to_doc(item: Item, vector: Sequence[float]) -> dict[str, Any]:
+    """The indexed document: item fields, the derived scope and the vector."""
+    return {
+        "id": item.id,
+        "workspace": item.workspace,
+        "kind": item.kind,
+        "scope": item.scope,
+        "outcome": item.outcome,
+        "board": item.board,
+        "uploader": item.uploader,
+        "agent": item.agent,
+        "title": item.title,
+        # Binaries are found by title, path and caption only: their body is not text.
+        "body": "" if item.is_binary else item.body,
+        "caption": item.caption,
+        "path": item.path,
+        "tags": list(item.tags),
+        "stations": [{"id": s.id, "name": s.name} for s in item.stations],
+        "superseded_by": item.superseded_by,
+        "references": list(item.references),
+        "media_type": item.media_type,
+        "url": item.url,
+        "provenance": item.provenance,
+        "created_at": _iso(item.created_at),
+        "updated_at": _iso(item.updated_at),
+        "last_activity_at": _iso(item.last_activity_at),
+        "hidden": item.hidden,
+        "vector": [float(x) for x in vector],
+    }
+
+
+def _dt(v: Any) -> datetime | None:
+    return datetime.fromisoformat(v.replace("Z", "+00:00")) if v else None
+
+
+def doc_to_item(src: dict[str, Any]) -> Item:
+    return Item(
+        id=src["id"],
+        workspace=src["workspace"],
+        kind=src.get("kind") or "artifact",
+        title=src.get("title") or "",
+        body=src.get("body") or "",
+        outcome=src.get("outcome"),
+        board=src.get("board"),
+        uploader=src.get("uploader"),
+        agent=src.get("agent"),
+        stations=tuple(Station(s["id"], s["name"]) for s in src.get("stations") or ()),
+        superseded_by=src.get("superseded_by"),
+        references=tuple(src.get("references") or ()),
+        tags=tuple(src.get("tags") or ()),
+        media_type=src.get("media_type") or "",
+        path=src.get("path") or "",
+        caption=src.get("caption") or "",
+        provenance=src.get("provenance") or {},
+        created_at=_dt(src.get("created_at")),
+        updated_at=_dt(src.get("updated_at")),
+        last_activity_at=_dt(src.get("last_activity_at")),
+        url=src.get("url") or "",
+        hidden=bool(src.get("hidden")),
+    )
+
+
+def cosine_from_score(score: float) -> float:
+    """Lucene's cosinesimil score is (1 + cos) / 2; turn it back into the cosine."""
+    return 2.0 * score - 1.0

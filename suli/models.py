@@ -1,0 +1,157 @@
+"""Domain types of the core: plain frozen dataclasses (pydantic lives at the edges and in validate.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+KINDS = ("artifact", "work-record")
+OUTCOMES = ("approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned")
+Scope = Literal["workspace", "board", "personal"]
+Mode = Literal["hybrid", "text", "vector"]
+
+
+@dataclass(frozen=True)
+class Station:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """A work item as stored; see DESIGN.md section 1."""
+
+    id: str
+    workspace: str
+    title: str
+    kind: str = "artifact"
+    body: str = ""
+    outcome: str | None = None
+    board: str | None = None
+    uploader: str | None = None
+    agent: str | None = None
+    stations: tuple[Station, ...] = ()
+    superseded_by: str | None = None
+    references: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    media_type: str = "text/markdown"
+    path: str = ""
+    caption: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    last_activity_at: datetime | None = None
+    url: str = ""
+    hidden: bool = False
+
+    @property
+    def scope(self) -> Scope:
+        if self.board:
+            return "board"
+        if self.uploader:
+            return "personal"
+        return "workspace"
+
+    @property
+    def is_binary(self) -> bool:
+        """Binaries are found by title, path and caption only (their body is not text)."""
+        mt = self.media_type or ""
+        return not (mt.startswith("text/") or mt in ("application/json", "application/markdown", ""))
+
+    def embed_text(self) -> str:
+        """The text that gets embedded: title + body, or title + path + caption for binaries."""
+        if self.is_binary:
+            return " ".join(p for p in (self.title, self.path, self.caption) if p)
+        return f"{self.title} {self.body}".strip()
+
+
+@dataclass(frozen=True)
+class Principal:
+    id: str
+    workspace: str
+    kind: Literal["person", "agent"] = "person"
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BoardAcl:
+    board: str
+    workspace: str
+    name: str = ""
+    members: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Filters:
+    kinds: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()
+    boards: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    stations: tuple[str, ...] = ()  # station id or name
+    tags: tuple[str, ...] = ()
+    since: date | None = None  # inclusive, on last_activity_at (UTC)
+    until: date | None = None  # inclusive, on last_activity_at (UTC)
+    include_hidden: bool = False
+    exclude_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search as the core sees it, after validation (see validate.search_request)."""
+
+    query: str = ""
+    filters: Filters = Filters()
+    limit: int = 10
+    mode: Mode = "hybrid"
+    regex: str | None = None
+    explain: bool = False
+
+
+@dataclass(frozen=True)
+class Explain:
+    text_rank: int | None
+    text_score: float | None
+    vector_rank: int | None
+    vector_similarity: float | None
+    rrf: float
+    text_share: float
+    vector_share: float
+    outcome_weight: float
+    score: float
+    kept: str
+
+
+@dataclass(frozen=True)
+class Result:
+    id: str
+    kind: str
+    title: str
+    outcome: str | None
+    scope: Scope
+    board: str | None
+    provenance: dict[str, Any]
+    snippet: str
+    url: str
+    superseded: bool
+    superseded_by: str | None
+    last_activity_at: datetime | None
+    score: float
+    explain: Explain | None = None
+
+
+@dataclass(frozen=True)
+class Degraded:
+    leg: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    results: tuple[Result, ...]
+    total: int  # visible candidates that passed the gates (never counts invisible items)
+    timings_ms: dict[str, float]
+    degraded: tuple[Degraded, ...] = ()
+    truncated: bool = False
+    rerank: str = "off"

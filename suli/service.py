@@ -1,0 +1,359 @@
+"""The search core: search, browse, related, facets and get, the same for every edge."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from suli.backends.base import Backend, Facets, Hit, LegQuery, LegResults
+from suli.embedding import Embedder
+from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
+from suli.fusion import Fused, rrf
+from suli.models import (
+    Degraded,
+    Explain,
+    Filters,
+    Item,
+    Principal,
+    Result,
+    SearchRequest,
+    SearchResponse,
+)
+from suli.ranking import keep, outcome_weight
+from suli.settings import Settings
+from suli.snippets import best_passage, clip
+from suli.text import only_common_words, words
+from suli.visibility import Visibility, visibility_for
+
+RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
+
+
+class Deadline:
+    """A request's time budget; each phase checks it and passes the rest on to the backend."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded(f"request exceeded its deadline of {self.seconds:g}s")
+        return left
+
+
+class Phases:
+    """Per-phase wall-clock timings in milliseconds."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.ms: dict[str, float] = {}
+
+    def run(self, name: str, fn: Callable[[], object]) -> object:
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.ms[name] = round(self.ms.get(name, 0.0) + (time.perf_counter() - t0) * 1000, 3)
+
+    def done(self) -> dict[str, float]:
+        return {**self.ms, "total": round((time.perf_counter() - self.start) * 1000, 3)}
+
+
+class Reranker(Protocol):
+    """An optional stage between fusion and the response (see suli.rerank)."""
+
+    name: str
+
+    def rerank(
+        self, query_vector: Sequence[float] | None, ranked: list[str], vectors: dict[str, list[float]]
+    ) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class Card:
+    """A card with no record: matched from its title and spec; nothing of it is stored."""
+
+    title: str
+    spec: str = ""
+    references: tuple[str, ...] = ()
+
+
+class Searcher:
+    """Runs every read path under the caller's visibility."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        embedder: Embedder,
+        settings: Settings,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.backend = backend
+        self.embedder = embedder
+        self.settings = settings
+        self.reranker = reranker
+
+    # ---- who may see what ----------------------------------------------------------------
+
+    def principal(self, principal_id: str) -> Principal:
+        p = self.backend.principal(principal_id)
+        if p is None:
+            raise InvalidInput(f"principal: unknown principal {principal_id!r}", "principal")
+        return p
+
+    def visibility(self, principal: Principal) -> Visibility:
+        """Built from the current ACLs on every request: membership changes apply at once."""
+        return visibility_for(principal, self.backend.acls(principal.workspace))
+
+    # ---- search --------------------------------------------------------------------------
+
+    def search(self, principal: Principal, req: SearchRequest, deadline: Deadline | None = None) -> SearchResponse:
+        deadline = deadline or Deadline(self.settings.deadline_s)
+        ph = Phases()
+        vis = ph.run("acl", lambda: self.visibility(principal))
+        assert isinstance(vis, Visibility)
+        if not words(req.query):
+            return self._browse(vis, req, deadline, ph)
+        return self._search(vis, req, deadline, ph, req.query)
+
+    def _browse(self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases) -> SearchResponse:
+        """No words: the same filters, newest last activity first."""
+        items, total = ph.run(  # type: ignore[misc]
+            "browse",
+            lambda: self.backend.browse(vis, req.filters, req.limit, deadline.remaining(), req.regex),
+        )
+        results = [
+            self._result(it, 0.0, clip(it.body or it.caption), None) for it in items
+        ]
+        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))  # type: ignore[assignment]
+        return SearchResponse(tuple(results), total, ph.done())
+
+    def _embed_query(self, text: str, ph: Phases, degraded: list[Degraded]) -> list[float] | None:
+        try:
+            vec = ph.run("embed", lambda: self.embedder.embed_query(text))
+            return [float(x) for x in vec]  # type: ignore[attr-defined]
+        except Exception as e:  # the vector leg is optional: fall back to words only
+            degraded.append(Degraded("vector", f"embedder failed: {e.__class__.__name__}: {e}"))
+            return None
+
+    def _search(
+        self,
+        vis: Visibility,
+        req: SearchRequest,
+        deadline: Deadline,
+        ph: Phases,
+        text: str,
+        exclude: Sequence[str] = (),
+        prefer: Sequence[Item] = (),
+    ) -> SearchResponse:
+        s = self.settings
+        degraded: list[Degraded] = []
+        filters = req.filters
+        if exclude:
+            filters = replace(filters, exclude_ids=tuple(dict.fromkeys((*filters.exclude_ids, *exclude))))
+        vector = None
+        if req.mode != "text":
+            vector = self._embed_query(text, ph, degraded)
+        deadline.remaining()
+        query = LegQuery(
+            vis=vis,
+            filters=filters,
+            text=text if req.mode != "vector" else None,
+            vector=vector,
+            depth=s.candidate_depth,
+            text_fields="plain" if only_common_words(text) else "stemmed",
+            regex=req.regex,
+            timeout_s=deadline.remaining(),
+        )
+        legs = ph.run("search", lambda: self.backend.search(query))
+        assert isinstance(legs, LegResults)
+        for leg, reason in legs.errors.items():
+            degraded.append(Degraded(leg, reason))
+        wanted = {"text"} if query.text is not None else set()
+        if query.vector is not None:
+            wanted.add("vector")
+        if wanted and wanted <= set(legs.errors):
+            raise BackendUnavailable("every search leg failed: " + "; ".join(legs.errors.values()))
+        for k, v in legs.timings_ms.items():
+            ph.ms[k] = v
+        deadline.remaining()
+
+        t0 = time.perf_counter()
+        items: dict[str, Hit] = {}
+        for h in (*legs.vector, *legs.text):  # text last: its hit carries the highlights
+            items[h.item.id] = h
+        highlights = {h.item.id: h.highlights for h in legs.text}
+        fused = rrf(
+            {
+                "text": [(h.item.id, h.score) for h in legs.text],
+                "vector": [(h.item.id, h.score) for h in legs.vector],
+            },
+            k=s.rrf_k,
+            weights={"text": s.text_weight, "vector": s.vector_weight},
+        )
+        best_sim = legs.vector[0].score if legs.vector else None
+        scored: list[tuple[float, Fused, str, float]] = []
+        for f in fused:
+            decision = keep(f, best_sim, s.meaning_margin)
+            if not decision.kept:
+                continue
+            w = outcome_weight(items[f.id].item.outcome, s.outcome_weights)
+            scored.append((f.rrf * w, f, decision.reason, w))
+        scored.sort(key=lambda t: -t[0])  # stable: equal scores keep fusion order
+        ph.ms["fuse"] = round((time.perf_counter() - t0) * 1000, 3)
+
+        ranked_ids = [f.id for _, f, _, _ in scored]
+        rerank_status = "off"
+        if self.reranker is not None and ranked_ids:
+            ranked_ids, rerank_status = self._rerank(vis, vector, ranked_ids, deadline, ph)
+        by_id = {f.id: (score, f, reason, w) for score, f, reason, w in scored}
+
+        preferred = [it for it in prefer if it.id not in exclude]
+        pref_ids = {it.id for it in preferred}
+        results: list[Result] = [
+            self._result(it, 0.0, clip(it.body or it.caption), None, kept="direct-reference")
+            if req.explain
+            else self._result(it, 0.0, clip(it.body or it.caption), None)
+            for it in preferred[: req.limit]
+        ]
+        for item_id in ranked_ids:
+            if len(results) >= req.limit:
+                break
+            if item_id in pref_ids:
+                continue
+            score, f, reason, w = by_id[item_id]
+            hit = items[item_id]
+            hl = highlights.get(item_id)
+            snippet = hl[0] if hl else best_passage(hit.item.body or hit.item.caption, text)
+            explain = None
+            if req.explain:
+                t, v = f.legs.get("text"), f.legs.get("vector")
+                explain = Explain(
+                    text_rank=t.rank if t else None,
+                    text_score=t.score if t else None,
+                    vector_rank=v.rank if v else None,
+                    vector_similarity=v.score if v else None,
+                    rrf=f.rrf,
+                    text_share=f.shares.get("text", 0.0),
+                    vector_share=f.shares.get("vector", 0.0),
+                    outcome_weight=w,
+                    score=score,
+                    kept=reason,
+                )
+            results.append(self._result(hit.item, score, snippet, explain))
+        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))  # type: ignore[assignment]
+        total = len(scored) + len([i for i in preferred if i.id not in by_id])
+        return SearchResponse(
+            tuple(results), total, ph.done(), tuple(degraded), rerank=rerank_status
+        )
+
+    def _rerank(
+        self, vis: Visibility, vector: list[float] | None, ranked: list[str], deadline: Deadline, ph: Phases
+    ) -> tuple[list[str], str]:
+        assert self.reranker is not None
+        budget = min(self.settings.rerank_budget_s, deadline.remaining())
+        t0 = time.perf_counter()
+        try:
+            head = ranked[:50]
+            vectors = self.backend.vectors(vis, head)
+            if time.perf_counter() - t0 > budget:
+                return ranked, "fallback-timeout"
+            out = self.reranker.rerank(vector, head, vectors)
+            if time.perf_counter() - t0 > budget:
+                return ranked, "fallback-timeout"
+            return out + ranked[len(head):], "applied"
+        except DeadlineExceeded:
+            raise
+        except Exception:
+            return ranked, "fallback-error"
+        finally:
+            ph.ms["rerank"] = round((time.perf_counter() - t0) * 1000, 3)
+
+    def _result(self, item: Item, score: float, snippet: str, explain: Explain | None, kept: str | None = None) -> Result:
+        if kept and explain is None:
+            explain = Explain(None, None, None, None, 0.0, 0.0, 0.0, 1.0, 0.0, kept)
+        return Result(
+            id=item.id,
+            kind=item.kind,
+            title=item.title,
+            outcome=item.outcome,
+            scope=item.scope,
+            board=item.board,
+            provenance=item.provenance,
+            snippet=snippet,
+            url=item.url,
+            superseded=bool(item.superseded_by) or item.outcome == "superseded",
+            superseded_by=item.superseded_by,
+            last_activity_at=item.last_activity_at,
+            score=score,
+            explain=explain,
+        )
+
+    def _resolve_superseded(self, vis: Visibility, results: list[Result]) -> list[Result]:
+        """Name a replacement only when the caller may see it; else say only `superseded`."""
+        wanted = [r.superseded_by for r in results if r.superseded_by]
+        if not wanted:
+            return results
+        visible = self.backend.get_many(vis, wanted)
+        return [
+            r if not r.superseded_by or r.superseded_by in visible else replace(r, superseded_by=None)
+            for r in results
+        ]
+
+    # ---- get, facets, related ------------------------------------------------------------
+
+    def get(self, principal: Principal, item_id: str) -> tuple[Item, Result]:
+        """One visible item (NotFound for a missing id and an invisible one alike)."""
+        vis = self.visibility(principal)
+        got = self.backend.get_many(vis, [item_id]).get(item_id)
+        if got is None:
+            raise NotFound(f"no item {item_id!r}")
+        [res] = self._resolve_superseded(vis, [self._result(got, 0.0, clip(got.body or got.caption), None)])
+        if res.superseded_by is None and got.superseded_by:
+            got = replace(got, superseded_by=None)
+        return got, res
+
+    def facets(self, principal: Principal, filters: Filters = Filters()) -> Facets:
+        return self.backend.facets(self.visibility(principal), filters)
+
+    def related(
+        self,
+        principal: Principal,
+        *,
+        item_id: str | None = None,
+        card: Card | None = None,
+        limit: int = 10,
+        explain: bool = False,
+        deadline: Deadline | None = None,
+    ) -> SearchResponse:
+        """Items related to a visible item or to an unsaved card; direct references first."""
+        if (item_id is None) == (card is None):
+            raise InvalidInput("give either an item id or a card", "item_id")
+        if not 1 <= limit <= 25:
+            raise InvalidInput("limit: must be an integer from 1 to 25", "limit")
+        deadline = deadline or Deadline(self.settings.deadline_s)
+        ph = Phases()
+        vis = ph.run("acl", lambda: self.visibility(principal))
+        assert isinstance(vis, Visibility)
+        if item_id is not None:
+            src = self.backend.get_many(vis, [item_id]).get(item_id)
+            if src is None:
+                raise NotFound(f"no item {item_id!r}")
+            card = Card(src.title, src.body or src.caption, src.references)
+        assert card is not None
+        if not card.title.strip() and not card.spec.strip():
+            raise InvalidInput("title: a card needs a title or a spec", "title")
+        exclude = (item_id,) if item_id else ()
+        refs = [r for r in card.references if r not in exclude]
+        direct = self.backend.get_many(vis, refs) if refs else {}
+        prefer = [direct[r] for r in refs if r in direct]
+        if item_id:
+            prefer += [i for i in self.backend.referencing(vis, item_id, limit) if i.id not in direct]
+        text = " ".join((card.title + " " + card.spec).split()[:RELATED_QUERY_WORDS])
+        req = SearchRequest(query=text, limit=limit, explain=explain)
+        if not words(text):
+            return SearchResponse(tuple(self._result(i, 0.0, clip(i.body), None) for i in prefer[:limit]), len(prefer), ph.done())
+        return self._search(vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)

@@ -1,0 +1,289 @@
+"""Validation of everything a user sends: items, principals, ACLs and search parameters.
+
+Every failure raises InvalidInput naming the field, so each edge reports it the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from suli.errors import InvalidInput
+from suli.models import (
+    KINDS,
+    OUTCOMES,
+    BoardAcl,
+    Filters,
+    Item,
+    Principal,
+    SearchRequest,
+    Station,
+)
+
+MAX_LIMIT = 25
+MAX_QUERY_CHARS = 1000
+MAX_REGEX_CHARS = 200
+MAX_FILTER_VALUES = 50
+
+Outcome = Literal["approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned"]
+Kind = Literal["artifact", "work-record"]
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+
+
+def _first_error(e: ValidationError) -> InvalidInput:
+    err = e.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or None
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    return InvalidInput(f"{field}: {msg}" if field else msg, field=field)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class StationIn(_Strict):
+    id: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=200)
+
+
+class ItemIn(_Strict):
+    """An item as sent by a producer (one JSON line)."""
+
+    id: str = Field(pattern=_ID)
+    workspace: str = Field(pattern=_ID)
+    kind: Kind = "artifact"
+    title: str = Field(min_length=1, max_length=1000)
+    body: str = Field(default="", max_length=1_000_000)
+    outcome: Outcome | None = None
+    board: str | None = Field(default=None, pattern=_ID)
+    uploader: str | None = Field(default=None, pattern=_ID)
+    agent: str | None = Field(default=None, pattern=_ID)
+    stations: list[StationIn] = Field(default_factory=list, max_length=100)
+    superseded_by: str | None = Field(default=None, pattern=_ID)
+    references: list[str] = Field(default_factory=list, max_length=500)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    media_type: str = Field(default="text/markdown", max_length=200)
+    path: str = Field(default="", max_length=2000)
+    caption: str = Field(default="", max_length=10_000)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    last_activity_at: datetime | None = None
+    url: str = Field(default="", max_length=2000)
+    hidden: bool = False
+
+    @field_validator("created_at", "updated_at", "last_activity_at")
+    @classmethod
+    def _utc(cls, v: datetime | None) -> datetime | None:
+        if v is None:
+            return None
+        if v.tzinfo is None:
+            raise ValueError("must be RFC 3339 with a UTC offset (e.g. 2026-01-31T12:00:00Z)")
+        return v.astimezone(UTC)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        out = [t.strip() for t in v]
+        if any(not t or len(t) > 100 for t in out):
+            raise ValueError("tags must be non-empty strings of at most 100 characters")
+        return out
+
+    @field_validator("references")
+    @classmethod
+    def _refs(cls, v: list[str]) -> list[str]:
+        if any(not r.strip() or len(r) > 2000 for r in v):
+            raise ValueError("references must be non-empty ids or URLs")
+        return [r.strip() for r in v]
+
+    def to_item(self) -> Item:
+        if self.superseded_by == self.id:
+            raise InvalidInput("superseded_by: an item cannot replace itself", "superseded_by")
+        last = self.last_activity_at or self.updated_at or self.created_at
+        return Item(
+            id=self.id,
+            workspace=self.workspace,
+            kind=self.kind,
+            title=self.title,
+            body=self.body,
+            outcome=self.outcome,
+            board=self.board,
+            uploader=None if self.board else self.uploader,
+            agent=self.agent,
+            stations=tuple(Station(s.id, s.name) for s in self.stations),
+            superseded_by=self.superseded_by,
+            references=tuple(dict.fromkeys(self.references)),
+            tags=tuple(dict.fromkeys(self.tags)),
+            media_type=self.media_type,
+            path=self.path,
+            caption=self.caption,
+            provenance=self.provenance,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            last_activity_at=last,
+            url=self.url,
+            hidden=self.hidden,
+        )
+
+
+def parse_item(data: Any) -> Item:
+    """Validate one item (a dict decoded from JSON) or raise InvalidInput naming the field."""
+    if not isinstance(data, Mapping):
+        raise InvalidInput("an item must be a JSON object", field=None)
+    try:
+        return ItemIn.model_validate(data).to_item()
+    except ValidationError as e:
+        raise _first_error(e) from None
+
+
+class PrincipalIn(_Strict):
+    id: str = Field(pattern=_ID)
+    workspace: str = Field(pattern=_ID)
+    kind: Literal["person", "agent"] = "person"
+    groups: list[str] = Field(default_factory=list, max_length=500)
+
+
+class BoardAclIn(_Strict):
+    board: str = Field(pattern=_ID)
+    workspace: str = Field(pattern=_ID)
+    name: str = Field(default="", max_length=200)
+    members: list[str] = Field(default_factory=list, max_length=10_000)
+    groups: list[str] = Field(default_factory=list, max_length=1000)
+
+
+def parse_principal(data: Any) -> Principal:
+    try:
+        p = PrincipalIn.model_validate(data)
+    except ValidationError as e:
+        raise _first_error(e) from None
+    return Principal(id=p.id, workspace=p.workspace, kind=p.kind, groups=tuple(p.groups))
+
+
+def parse_acl(data: Any) -> BoardAcl:
+    try:
+        a = BoardAclIn.model_validate(data)
+    except ValidationError as e:
+        raise _first_error(e) from None
+    return BoardAcl(a.board, a.workspace, a.name, tuple(a.members), tuple(a.groups))
+
+
+# ---- search parameters ------------------------------------------------------------------
+
+
+def _values(v: str | Iterable[str] | None, field: str) -> tuple[str, ...]:
+    """Accept 'a,b', ['a', 'b'] or ['a,b']: the CLI and HTTP send lists differently."""
+    if v is None:
+        return ()
+    parts = [v] if isinstance(v, str) else list(v)
+    out: list[str] = []
+    for p in parts:
+        if not isinstance(p, str):
+            raise InvalidInput(f"{field}: expected text values", field)
+        out.extend(x.strip() for x in p.split(",") if x.strip())
+    if len(out) > MAX_FILTER_VALUES:
+        raise InvalidInput(f"{field}: at most {MAX_FILTER_VALUES} values", field)
+    if any(len(x) > 200 for x in out):
+        raise InvalidInput(f"{field}: values are at most 200 characters", field)
+    return tuple(dict.fromkeys(out))
+
+
+def _date(v: str | date | None, field: str) -> date | None:
+    if v is None or v == "":
+        return None
+    if isinstance(v, datetime):
+        return v.astimezone(UTC).date() if v.tzinfo else v.date()
+    if isinstance(v, date):
+        return v
+    try:
+        return date.fromisoformat(str(v).strip())
+    except ValueError:
+        raise InvalidInput(f"{field}: expected a date YYYY-MM-DD (UTC), got {v!r}", field) from None
+
+
+def _regex(pattern: str) -> str:
+    if len(pattern) > MAX_REGEX_CHARS:
+        raise InvalidInput(f"regex: at most {MAX_REGEX_CHARS} characters", "regex")
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise InvalidInput(f"regex: invalid pattern ({e})", "regex") from None
+    # Lookarounds and backreferences have no linear-time engine: refuse them up front.
+    if re.search(r"\(\?[=!<]|\\[1-9]", pattern):
+        raise InvalidInput("regex: lookarounds and backreferences are not supported", "regex")
+    return pattern
+
+
+def search_request(
+    query: str | None = None,
+    *,
+    kind: str | Iterable[str] | None = None,
+    outcome: str | Iterable[str] | None = None,
+    board: str | Iterable[str] | None = None,
+    agent: str | Iterable[str] | None = None,
+    station: str | Iterable[str] | None = None,
+    tag: str | Iterable[str] | None = None,
+    since: str | date | None = None,
+    until: str | date | None = None,
+    recent_days: int | None = None,
+    limit: int | None = None,
+    regex: str | None = None,
+    mode: str = "hybrid",
+    explain: bool = False,
+    include_hidden: bool = False,
+    max_query_chars: int = MAX_QUERY_CHARS,
+    today: date | None = None,
+) -> SearchRequest:
+    """Validate loose search parameters from any edge into one SearchRequest."""
+    q = (query or "").strip()
+    if len(q) > max_query_chars:
+        raise InvalidInput(f"query: at most {max_query_chars} characters", "query")
+    kinds = _values(kind, "kind")
+    for k in kinds:
+        if k not in KINDS:
+            raise InvalidInput(f"kind: unknown kind {k!r} (one of {', '.join(KINDS)})", "kind")
+    outcomes = _values(outcome, "outcome")
+    for o in outcomes:
+        if o not in OUTCOMES:
+            raise InvalidInput(
+                f"outcome: unknown outcome {o!r} (one of {', '.join(OUTCOMES)})", "outcome"
+            )
+    if limit is None:
+        limit = 10
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit: must be an integer from 1 to {MAX_LIMIT}", "limit")
+    if mode not in ("hybrid", "text", "vector"):
+        raise InvalidInput("mode: one of hybrid, text, vector", "mode")
+    since_d, until_d = _date(since, "since"), _date(until, "until")
+    if recent_days is not None:
+        if isinstance(recent_days, bool) or not isinstance(recent_days, int) or not 1 <= recent_days <= 3650:
+            raise InvalidInput("recent_days: must be an integer from 1 to 3650", "recent_days")
+        if since_d is not None:
+            raise InvalidInput("recent_days: give either recent_days or since, not both", "recent_days")
+        since_d = (today or datetime.now(UTC).date()) - timedelta(days=recent_days - 1)
+    if since_d and until_d and since_d > until_d:
+        raise InvalidInput("since: must not be after until", "since")
+    rx = _regex(regex) if regex else None
+    return SearchRequest(
+        query=q,
+        filters=Filters(
+            kinds=kinds,
+            outcomes=outcomes,
+            boards=_values(board, "board"),
+            agents=_values(agent, "agent"),
+            stations=_values(station, "station"),
+            tags=_values(tag, "tag"),
+            since=since_d,
+            until=until_d,
+            include_hidden=bool(include_hidden),
+        ),
+        limit=limit,
+        mode=mode,  # type: ignore[arg-type]
+        regex=rx,
+        explain=bool(explain),
+    )

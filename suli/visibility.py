@@ -1,0 +1,47 @@
+"""The one visibility rule (DESIGN.md section 2), as data every backend renders into its own filter.
+
+A principal sees an item iff the item is in the principal's workspace and
+  - it is workspace-wide (no board, no uploader), or
+  - it is on a board whose ACL lists the principal or one of its groups, or
+  - it is a personal upload whose uploader is the principal.
+The spec is built per query from the current ACLs, so membership changes apply at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from suli.models import BoardAcl, Item, Principal
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """What one principal may see right now."""
+
+    workspace: str
+    principal_id: str
+    boards: frozenset[str]
+
+
+def visibility_for(principal: Principal, acls: Iterable[BoardAcl]) -> Visibility:
+    """Build the principal's visibility from the current board ACLs of its workspace."""
+    groups = set(principal.groups)
+    boards = frozenset(
+        acl.board
+        for acl in acls
+        if acl.workspace == principal.workspace
+        and (principal.id in acl.members or groups.intersection(acl.groups))
+    )
+    return Visibility(workspace=principal.workspace, principal_id=principal.id, boards=boards)
+
+
+def can_see(vis: Visibility, item: Item) -> bool:
+    """The rule in Python; backends render the same rule into their own query language."""
+    if item.workspace != vis.workspace:
+        return False
+    if item.board:
+        return item.board in vis.boards
+    if item.uploader:
+        return item.uploader == vis.principal_id
+    return True
