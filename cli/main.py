@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import click
 
+from cli.admin import acl, delete, index_cmd, principal, token
 from cli.cluster import cluster
+from cli.search import facets, related, search, show
 
 
 @click.group()
 @click.version_option(package_name="suli")
-def cli() -> None:
+@click.option("--backend", type=click.Choice(["embedded", "opensearch"]), help="Env: SULI_BACKEND.")
+@click.option("--opensearch-url", help="Comma-separated node URLs. Env: SULI_OPENSEARCH_URL.")
+@click.option("--db", "embedded_path", type=click.Path(dir_okay=False), help="Embedded store file. Env: SULI_EMBEDDED_PATH.")
+@click.pass_context
+def cli(ctx: click.Context, backend: str | None, opensearch_url: str | None, embedded_path: str | None) -> None:
     """Suli: permission-aware hybrid search for work items."""
+    ctx.ensure_object(dict)["overrides"] = {
+        "backend": backend,
+        "opensearch_url": opensearch_url,
+        "embedded_path": embedded_path,
+    }
 
 
-cli.add_command(cluster)
+for command in (search, show, related, facets, index_cmd, delete, acl, principal, token, cluster):
+    cli.add_command(command)

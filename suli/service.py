@@ -312,8 +312,11 @@ class Searcher:
         if got is None:
             raise NotFound(f"no item {item_id!r}")
         [res] = self._resolve_superseded(vis, [self._result(got, 0.0, clip(got.body or got.caption), None)])
-        if res.superseded_by is None and got.superseded_by:
-            got = replace(got, superseded_by=None)
+        # References may name items the caller cannot see: keep URLs and visible ids only.
+        ids = [r for r in got.references if "://" not in r]
+        seen = self.backend.get_many(vis, ids) if ids else {}
+        refs = tuple(r for r in got.references if "://" in r or r in seen)
+        got = replace(got, superseded_by=res.superseded_by, references=refs)
         return got, res
 
     def facets(self, principal: Principal, filters: Filters = Filters()) -> Facets:

@@ -177,7 +177,7 @@ class OpenSearchBackend:
                 score = float(h["_score"] or 0.0)
                 if leg == "vector":
                     score = bodies.cosine_from_score(score)
-                hl = tuple(frag for frags in (h.get("highlight") or {}).values() for frag in frags)
+                hl = bodies.ordered_highlights(h.get("highlight") or {})
                 out[leg].append(Hit(bodies.doc_to_item(h["_source"]), score, hl))
         return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings)
 

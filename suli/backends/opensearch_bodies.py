@@ -141,6 +141,13 @@ def text_leg(q: LegQuery) -> dict[str, Any]:
     }
 
 
+def ordered_highlights(highlight: dict[str, list[str]]) -> tuple[str, ...]:
+    """Fragments, body first: a body passage says more than the title the user already sees."""
+    rank = {"body": 0, "caption": 1, "title": 2}
+    fields = sorted(highlight, key=lambda f: rank.get(f.split(".")[0], 3))
+    return tuple(frag for f in fields for frag in highlight[f])
+
+
 def vector_leg(q: LegQuery) -> dict[str, Any]:
     """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering)."""
     assert q.vector is not None

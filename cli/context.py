@@ -1,0 +1,26 @@
+"""The CLI's lazily built core objects, shared by sub-commands through the Click context."""
+
+from __future__ import annotations
+
+import click
+
+from suli.service import Searcher
+from suli.settings import Settings
+
+
+def settings(ctx: click.Context) -> Settings:
+    obj = ctx.ensure_object(dict)
+    if "settings" not in obj:
+        overrides = {k: v for k, v in (obj.get("overrides") or {}).items() if v is not None}
+        obj["settings"] = Settings(**overrides)
+    return obj["settings"]  # type: ignore[no-any-return]
+
+
+def searcher(ctx: click.Context) -> Searcher:
+    obj = ctx.ensure_object(dict)
+    if "searcher" not in obj:
+        from suli.core import open_searcher
+
+        obj["searcher"] = open_searcher(settings(ctx))
+        ctx.call_on_close(obj["searcher"].backend.close)
+    return obj["searcher"]  # type: ignore[no-any-return]

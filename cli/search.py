@@ -1,0 +1,122 @@
+"""`suli search`, `show`, `related` and `facets`: parse flags, call the core, print."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cli.context import searcher
+from cli.output import emit_json, handle_errors, json_option, principal_option, print_results
+from suli.render import facets_json, item_json, response_json
+from suli.service import Card
+from suli.validate import search_request
+
+
+@click.command()
+@click.argument("words", nargs=-1)
+@click.option("--kind", help="artifact or work-record (comma-separated for several).")
+@click.option("--outcome", help="Outcomes, comma-separated, e.g. approved,completed.")
+@click.option("--board", help="Board id(s).")
+@click.option("--agent", help="Agent principal id(s).")
+@click.option("--station", help="Station id or name.")
+@click.option("--tag", multiple=True, help="Tag (repeat for several; any of them matches).")
+@click.option("--since", help="Last activity on or after this UTC date (YYYY-MM-DD).")
+@click.option("--until", help="Last activity on or before this UTC date (YYYY-MM-DD).")
+@click.option("--recent-days", type=int, help="Only items active in the last N days.")
+@click.option("--regex", help="Regular expression over title and body (case-insensitive).")
+@click.option("--limit", type=int, default=10, show_default=True, help="1 to 25 results.")
+@click.option("--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True)
+@click.option("--hidden", "include_hidden", is_flag=True, help="Include hidden items.")
+@click.option("--explain", is_flag=True, help="Show why each result ranks where it does.")
+@principal_option
+@json_option
+@click.pass_context
+@handle_errors
+def search(ctx: click.Context, words: tuple[str, ...], principal_id: str, as_json: bool, **flags: Any) -> None:
+    """Search items by words and meaning; no words browses newest first."""
+    req = search_request(" ".join(words), **{k: v for k, v in flags.items()})
+    s = searcher(ctx)
+    body = response_json(s.search(s.principal(principal_id), req))
+    emit_json(body) if as_json else print_results(body)
+
+
+@click.command()
+@click.argument("item_id")
+@principal_option
+@json_option
+@click.pass_context
+@handle_errors
+def show(ctx: click.Context, item_id: str, principal_id: str, as_json: bool) -> None:
+    """Show one item you may see."""
+    s = searcher(ctx)
+    item, res = s.get(s.principal(principal_id), item_id)
+    body = item_json(item, res.superseded_by)
+    if as_json:
+        emit_json(body)
+        return
+    click.echo(f"{body['title']}  [{body['outcome'] or '-'}] ({body['scope']})")
+    for key in ("id", "kind", "board", "agent", "url", "last_activity_at"):
+        if body.get(key):
+            click.echo(f"  {key}: {body[key]}")
+    if body["superseded"]:
+        click.echo(f"  superseded by: {body['superseded_by'] or '(not visible to you)'}")
+    if body["tags"]:
+        click.echo(f"  tags: {', '.join(body['tags'])}")
+    if body["body"]:
+        click.echo("")
+        click.echo(body["body"])
+
+
+@click.command()
+@click.argument("item_id", required=False)
+@click.option("--title", help="A card's title (for a card with no record).")
+@click.option("--spec", default="", help="A card's spec text.")
+@click.option("--ref", "refs", multiple=True, help="A card's reference (repeatable).")
+@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--explain", is_flag=True)
+@principal_option
+@json_option
+@click.pass_context
+@handle_errors
+def related(
+    ctx: click.Context, item_id: str | None, title: str | None, spec: str, refs: tuple[str, ...],
+    limit: int, explain: bool, principal_id: str, as_json: bool,
+) -> None:
+    """Items related to ITEM_ID, or to a card given by --title/--spec/--ref."""
+    if item_id and title:
+        raise click.UsageError("give ITEM_ID or --title, not both")
+    if not item_id and not title:
+        raise click.UsageError("give ITEM_ID or --title")
+    s = searcher(ctx)
+    card = Card(title, spec, refs) if title else None
+    resp = s.related(s.principal(principal_id), item_id=item_id, card=card, limit=limit, explain=explain)
+    body = response_json(resp)
+    emit_json(body) if as_json else print_results(body)
+
+
+@click.command()
+@click.option("--kind")
+@click.option("--outcome")
+@click.option("--board")
+@click.option("--agent")
+@click.option("--station")
+@click.option("--tag", multiple=True)
+@click.option("--since")
+@click.option("--until")
+@principal_option
+@json_option
+@click.pass_context
+@handle_errors
+def facets(ctx: click.Context, principal_id: str, as_json: bool, **flags: Any) -> None:
+    """Filter values you can see, with counts."""
+    req = search_request("", **flags)
+    s = searcher(ctx)
+    body = facets_json(s.facets(s.principal(principal_id), req.filters))
+    if as_json:
+        emit_json(body)
+        return
+    click.echo(f"{body['total']} visible items")
+    for name, values in body["facets"].items():
+        shown = ", ".join(f"{v['value']} ({v['count']})" for v in values[:15]) or "-"
+        click.echo(f"  {name}: {shown}")

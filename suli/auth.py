@@ -1,0 +1,47 @@
+"""API tokens: random secrets shown once; only their SHA-256 hash is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from suli.backends.base import Backend
+from suli.errors import Forbidden, NotFound, Unauthorized
+from suli.models import Principal
+
+PREFIX = "suli_"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(backend: Backend, principal_id: str, admin: bool = False) -> str:
+    """Make a token for a known principal; the caller shows it once, we keep only its hash."""
+    if backend.principal(principal_id) is None:
+        raise NotFound(f"no principal {principal_id!r}; load principals first")
+    token = PREFIX + secrets.token_urlsafe(32)
+    backend.put_token(hash_token(token), principal_id, admin)
+    return token
+
+
+def revoke_token(backend: Backend, token: str) -> None:
+    """Revoke by the token itself or by its hash."""
+    key = token if len(token) == 64 and not token.startswith(PREFIX) else hash_token(token)
+    backend.revoke_token(key)
+
+
+def authenticate(backend: Backend, token: str | None, *, admin: bool = False) -> tuple[Principal, bool]:
+    """The principal behind a bearer token; Unauthorized / Forbidden otherwise."""
+    if not token:
+        raise Unauthorized("missing bearer token")
+    found = backend.token(hash_token(token))
+    if found is None:
+        raise Unauthorized("unknown or revoked token")
+    principal_id, is_admin = found
+    principal = backend.principal(principal_id)
+    if principal is None:
+        raise Unauthorized("the token's principal no longer exists")
+    if admin and not is_admin:
+        raise Forbidden("this route needs an admin token")
+    return principal, is_admin

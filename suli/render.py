@@ -1,0 +1,82 @@
+"""Plain-JSON forms of core results: the one body shared by HTTP, `--json` and MCP."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from suli.backends.base import Facets
+from suli.models import Item, Result, SearchResponse
+
+
+def _dt(d: datetime | None) -> str | None:
+    return d.isoformat().replace("+00:00", "Z") if d else None
+
+
+def result_json(r: Result) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": r.id,
+        "kind": r.kind,
+        "title": r.title,
+        "outcome": r.outcome,
+        "scope": r.scope,
+        "board": r.board,
+        "provenance": r.provenance,
+        "snippet": r.snippet,
+        "url": r.url,
+        "superseded": r.superseded,
+        "superseded_by": r.superseded_by,
+        "last_activity_at": _dt(r.last_activity_at),
+        "score": round(r.score, 6),
+    }
+    if r.explain is not None:
+        out["explain"] = asdict(r.explain)
+    return out
+
+
+def response_json(resp: SearchResponse) -> dict[str, Any]:
+    return {
+        "results": [result_json(r) for r in resp.results],
+        "total": resp.total,
+        "degraded": [{"leg": d.leg, "reason": d.reason} for d in resp.degraded],
+        "truncated": resp.truncated,
+        "rerank": resp.rerank,
+        "timings_ms": resp.timings_ms,
+    }
+
+
+def item_json(item: Item, superseded_by: str | None) -> dict[str, Any]:
+    """A visible item for `get`: no vector, no ACL data; superseded_by already checked."""
+    return {
+        "id": item.id,
+        "workspace": item.workspace,
+        "kind": item.kind,
+        "title": item.title,
+        "body": item.body,
+        "outcome": item.outcome,
+        "scope": item.scope,
+        "board": item.board,
+        "agent": item.agent,
+        "stations": [{"id": s.id, "name": s.name} for s in item.stations],
+        "superseded": bool(item.superseded_by) or item.outcome == "superseded",
+        "superseded_by": superseded_by,
+        "references": list(item.references),
+        "tags": list(item.tags),
+        "media_type": item.media_type,
+        "path": item.path,
+        "caption": item.caption,
+        "provenance": item.provenance,
+        "created_at": _dt(item.created_at),
+        "updated_at": _dt(item.updated_at),
+        "last_activity_at": _dt(item.last_activity_at),
+        "url": item.url,
+        "hidden": item.hidden,
+    }
+
+
+def facets_json(f: Facets) -> dict[str, Any]:
+    return {
+        "total": f.total,
+        "facets": {k: [{"value": v, "count": c} for v, c in vals] for k, vals in f.values.items()},
+    }
