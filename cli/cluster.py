@@ -1,0 +1,186 @@
+"""`suli cluster`: provision and run a local OpenSearch 2.19.1 + k-NN from Maven Central."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+import devcluster
+
+
+class _EchoHandler(logging.Handler):
+    """Progress lines to the current stderr (looked up per record, so CliRunner captures it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(self.format(record), err=True)
+
+
+def _progress_to_stderr() -> None:
+    logger = logging.getLogger("devcluster")
+    if not any(isinstance(h, _EchoHandler) for h in logger.handlers):
+        logger.addHandler(_EchoHandler())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def _heap(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"[1-9][0-9]*[mMgG]", value):
+        raise click.BadParameter("use a JVM size such as 768m or 1g")
+    return value
+
+
+class _Failure(click.ClickException):
+    """A cluster error: message on stderr, exit code 1."""
+
+    exit_code = 1
+
+
+@click.group()
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="SULI_CLUSTER_DIR",
+    help="Node homes, pids and logs [env SULI_CLUSTER_DIR; default ~/.cache/suli/cluster].",
+)
+@click.pass_context
+def cluster(ctx: click.Context, state_dir: Path | None) -> None:
+    """Run a local OpenSearch (one JVM per node, jars from Maven Central, cached).
+
+    Needs Java 17 and Maven. Artifacts are cached in ~/.cache/suli/opensearch-2.19.1
+    (env SULI_CLUSTER_CACHE). The node has no security plugin: for local use only.
+    """
+    _progress_to_stderr()
+    ctx.obj = state_dir
+
+
+@cluster.command()
+@click.option("--nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
+@click.option(
+    "--http-port",
+    type=click.IntRange(1024, 65000),
+    default=9200,
+    show_default=True,
+    help="HTTP port of the first node; node i uses this + i.",
+)
+@click.option(
+    "--transport-port",
+    type=click.IntRange(1024, 65000),
+    default=None,
+    help="Transport port of the first node [default: http port + 100].",
+)
+@click.option("--heap", callback=_heap, help="JVM heap per node [default: 1g, 768m for 3 nodes].")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=devcluster.DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for the cluster to become ready.",
+)
+@click.pass_obj
+def up(
+    state_dir: Path | None,
+    nodes: str,
+    http_port: int,
+    transport_port: int | None,
+    heap: str | None,
+    timeout: float,
+) -> None:
+    """Provision (first time only), start the nodes and wait until they are ready.
+
+    Prints an `export SULI_OPENSEARCH_URL=...` line on stdout, so
+    `eval "$(suli cluster up)"` points Suli at the node.
+    """
+    try:
+        started = devcluster.up(
+            nodes=int(nodes),
+            http_port=http_port,
+            transport_port=transport_port,
+            heap=heap,
+            timeout=timeout,
+            state=state_dir,
+        )
+    except devcluster.ClusterError as err:
+        raise _Failure(str(err)) from err
+    except ValueError as err:  # a shape ClusterSpec rejects, e.g. overlapping port ranges
+        raise click.UsageError(str(err)) from err
+    click.echo(f"nodes: {' '.join(started.urls)}", err=True)
+    click.echo(f"logs:  {started.root / 'nodes'}/*/logs/stdout.log", err=True)
+    click.echo(f"export SULI_OPENSEARCH_URL={started.url}")
+
+
+def _human_status(report: dict[str, Any]) -> str:
+    health = report["health"] or {}
+    lines = [
+        f"state dir: {report['state_dir']}",
+        f"cluster:   {health.get('cluster_name', '-')}  "
+        f"health {health.get('status', 'unreachable')}  "
+        f"nodes {health.get('number_of_nodes', 0)}  "
+        f"OpenSearch {report['version'] or '-'}",
+    ]
+    for node in report["nodes"]:
+        state = f"running pid {node['pid']}" if node["running"] else "stopped"
+        lines.append(f"  {node['name']}  {node['url']}  {state}  log {node['log']}")
+    if report["plugins"]:
+        lines.append("plugins:   " + ", ".join(p.rsplit(".", 1)[-1] for p in report["plugins"]))
+    if report["url"]:
+        lines.append(f"export SULI_OPENSEARCH_URL={report['url']}")
+    return "\n".join(lines)
+
+
+@cluster.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON on stdout.")
+@click.pass_obj
+def status(state_dir: Path | None, as_json: bool) -> None:
+    """Show nodes, health, version and plugins; exit 1 when no node answers."""
+    report = devcluster.status(state_dir)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    elif report["nodes"]:
+        click.echo(_human_status(report))
+    else:
+        click.echo(f"no cluster in {report['state_dir']}", err=True)
+    if report["health"] is None:
+        sys.exit(1)
+
+
+@cluster.command()
+@click.option("--wipe", is_flag=True, help="Also delete the nodes' data.")
+@click.pass_obj
+def down(state_dir: Path | None, wipe: bool) -> None:
+    """Stop every node (TERM, then KILL after a grace period)."""
+    try:
+        stopped = devcluster.down(state_dir, wipe=wipe)
+    except (devcluster.ClusterError, OSError) as err:
+        raise _Failure(str(err)) from err
+    click.echo(f"stopped: {', '.join(stopped)}" if stopped else "no node was running", err=True)
+
+
+@cluster.command()
+@click.option("--node", type=click.IntRange(min=1), help="Node number (1 = n1); default all.")
+@click.option("--tail", "lines", type=click.IntRange(min=1), help="Only the last N lines.")
+@click.pass_obj
+def logs(state_dir: Path | None, node: int | None, lines: int | None) -> None:
+    """Print the nodes' logs (stdout and stderr of each JVM)."""
+    found = devcluster.load(state_dir)
+    if found is None:
+        raise _Failure(f"no cluster in {devcluster.state_dir(state_dir)}")
+    if node is not None and node > found.spec.nodes:
+        raise click.BadParameter(f"the cluster has {found.spec.nodes} node(s)", param_hint="--node")
+    for i in [node - 1] if node else range(found.spec.nodes):
+        path = found.log_path(i)
+        if node is None:
+            click.echo(f"==> {path} <==")
+        if lines:
+            click.echo(devcluster.tail(path, lines), nl=False)
+        elif path.exists():
+            with path.open(errors="replace") as handle:
+                for line in handle:
+                    click.echo(line, nl=False)
+        else:
+            click.echo(f"(no log yet at {path})", err=True)
