@@ -27,7 +27,9 @@ def _count_lines(path: str) -> int | None:
 
 @click.command("index")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False, exists=False))
-@click.option("--rejects", "rejects_path", help="Where to write rejected lines (default FILE.rejects.jsonl).")
+@click.option(
+    "--rejects", "rejects_path", help="Where to write rejected lines (default FILE.rejects.jsonl)."
+)
 @json_option
 @click.pass_context
 @handle_errors
@@ -39,8 +41,12 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
     total = _count_lines(file)
     stream: IO[str] = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
     progress = Progress(
-        TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=__import__("rich.console").console.Console(stderr=True), transient=True,
+        TextColumn("indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=__import__("rich.console").console.Console(stderr=True),
+        transient=True,
     )
     with progress, stream:
         task = progress.add_task("index", total=total)
@@ -83,7 +89,9 @@ def delete(ctx: click.Context, ids: tuple[str, ...], as_json: bool) -> None:
     s = searcher(ctx)
     out = s.backend.delete(list(ids))
     body = {"deleted": list(out.indexed), "failed": out.rejected}
-    emit_json(body) if as_json else click.echo(f"deleted {len(out.indexed)}, failed {len(out.rejected)}")
+    emit_json(body) if as_json else click.echo(
+        f"deleted {len(out.indexed)}, failed {len(out.rejected)}"
+    )
     if out.rejected:
         sys.exit(1)
 

@@ -13,9 +13,16 @@ from cli.search import facets, related, search, show
 @click.version_option(package_name="suli")
 @click.option("--backend", type=click.Choice(["embedded", "opensearch"]), help="Env: SULI_BACKEND.")
 @click.option("--opensearch-url", help="Comma-separated node URLs. Env: SULI_OPENSEARCH_URL.")
-@click.option("--db", "embedded_path", type=click.Path(dir_okay=False), help="Embedded store file. Env: SULI_EMBEDDED_PATH.")
+@click.option(
+    "--db",
+    "embedded_path",
+    type=click.Path(dir_okay=False),
+    help="Embedded store file. Env: SULI_EMBEDDED_PATH.",
+)
 @click.pass_context
-def cli(ctx: click.Context, backend: str | None, opensearch_url: str | None, embedded_path: str | None) -> None:
+def cli(
+    ctx: click.Context, backend: str | None, opensearch_url: str | None, embedded_path: str | None
+) -> None:
     """Suli: permission-aware hybrid search for work items."""
     ctx.ensure_object(dict)["overrides"] = {
         "backend": backend,

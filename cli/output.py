@@ -51,7 +51,9 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine output (the API's JSON body) on stdout.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Machine output (the API's JSON body) on stdout."
+)
 principal_option = click.option(
     "--as",
     "principal_id",
@@ -88,7 +90,9 @@ def print_results(body: dict[str, Any]) -> None:
         click.echo("No results.")
     for n, r in enumerate(results, start=1):
         badge = r["outcome"] or "-"
-        click.echo(f"{n:>2}. {r['title']}  [{badge}] ({r['scope']}{': ' + r['board'] if r.get('board') else ''})")
+        click.echo(
+            f"{n:>2}. {r['title']}  [{badge}] ({r['scope']}{': ' + r['board'] if r.get('board') else ''})"
+        )
         click.echo(f"    id: {r['id']}" + (f"  url: {r['url']}" if r.get("url") else ""))
         if r.get("superseded"):
             click.echo(f"    superseded by: {r['superseded_by'] or '(not visible to you)'}")
@@ -98,8 +102,13 @@ def print_results(body: dict[str, Any]) -> None:
             e = r["explain"]
             click.echo(
                 "    explain: text #{} ({}), vector #{} (sim {}), rrf {:.5f}, outcome x{}, kept: {}".format(
-                    e["text_rank"], _f(e["text_score"]), e["vector_rank"], _f(e["vector_similarity"]),
-                    e["rrf"], e["outcome_weight"], e["kept"],
+                    e["text_rank"],
+                    _f(e["text_score"]),
+                    e["vector_rank"],
+                    _f(e["vector_similarity"]),
+                    e["rrf"],
+                    e["outcome_weight"],
+                    e["kept"],
                 )
             )
     extra = []
@@ -107,7 +116,11 @@ def print_results(body: dict[str, Any]) -> None:
         extra.append("degraded: " + ", ".join(d["leg"] for d in body["degraded"]))
     if body.get("truncated"):
         extra.append("truncated")
-    click.echo(f"-- {body['total']} matches, {body['timings_ms'].get('total', 0):.0f} ms" + (f" ({'; '.join(extra)})" if extra else ""), err=True)
+    click.echo(
+        f"-- {body['total']} matches, {body['timings_ms'].get('total', 0):.0f} ms"
+        + (f" ({'; '.join(extra)})" if extra else ""),
+        err=True,
+    )
 
 
 def _f(x: float | None) -> str:

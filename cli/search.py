@@ -26,14 +26,18 @@ from suli.validate import search_request
 @click.option("--recent-days", type=int, help="Only items active in the last N days.")
 @click.option("--regex", help="Regular expression over title and body (case-insensitive).")
 @click.option("--limit", type=int, default=10, show_default=True, help="1 to 25 results.")
-@click.option("--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True)
+@click.option(
+    "--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True
+)
 @click.option("--hidden", "include_hidden", is_flag=True, help="Include hidden items.")
 @click.option("--explain", is_flag=True, help="Show why each result ranks where it does.")
 @principal_option
 @json_option
 @click.pass_context
 @handle_errors
-def search(ctx: click.Context, words: tuple[str, ...], principal_id: str, as_json: bool, **flags: Any) -> None:
+def search(
+    ctx: click.Context, words: tuple[str, ...], principal_id: str, as_json: bool, **flags: Any
+) -> None:
     """Search items by words and meaning; no words browses newest first."""
     req = search_request(" ".join(words), **{k: v for k, v in flags.items()})
     s = searcher(ctx)
@@ -80,8 +84,15 @@ def show(ctx: click.Context, item_id: str, principal_id: str, as_json: bool) -> 
 @click.pass_context
 @handle_errors
 def related(
-    ctx: click.Context, item_id: str | None, title: str | None, spec: str, refs: tuple[str, ...],
-    limit: int, explain: bool, principal_id: str, as_json: bool,
+    ctx: click.Context,
+    item_id: str | None,
+    title: str | None,
+    spec: str,
+    refs: tuple[str, ...],
+    limit: int,
+    explain: bool,
+    principal_id: str,
+    as_json: bool,
 ) -> None:
     """Items related to ITEM_ID, or to a card given by --title/--spec/--ref."""
     if item_id and title:
@@ -90,7 +101,9 @@ def related(
         raise click.UsageError("give ITEM_ID or --title")
     s = searcher(ctx)
     card = Card(title, spec, refs) if title else None
-    resp = s.related(s.principal(principal_id), item_id=item_id, card=card, limit=limit, explain=explain)
+    resp = s.related(
+        s.principal(principal_id), item_id=item_id, card=card, limit=limit, explain=explain
+    )
     body = response_json(resp)
     emit_json(body) if as_json else print_results(body)
 

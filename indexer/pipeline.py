@@ -57,14 +57,18 @@ def read_lines(stream: IO[str]) -> Iterator[tuple[int, Item | Rejection]]:
         except json.JSONDecodeError as e:
             yield n, Rejection(n, None, f"invalid JSON: {e.msg} at column {e.colno}")
             continue
-        item_id = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
+        item_id = (
+            data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
+        )
         try:
             yield n, parse_item(data)
         except InvalidInput as e:
             yield n, Rejection(n, item_id, e.message)
 
 
-def _batches(it: Iterable[tuple[int, Item | Rejection]], size: int) -> Iterator[list[tuple[int, Item | Rejection]]]:
+def _batches(
+    it: Iterable[tuple[int, Item | Rejection]], size: int
+) -> Iterator[list[tuple[int, Item | Rejection]]]:
     batch: list[tuple[int, Item | Rejection]] = []
     for x in it:
         batch.append(x)

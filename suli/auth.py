@@ -31,7 +31,9 @@ def revoke_token(backend: Backend, token: str) -> None:
     backend.revoke_token(key)
 
 
-def authenticate(backend: Backend, token: str | None, *, admin: bool = False) -> tuple[Principal, bool]:
+def authenticate(
+    backend: Backend, token: str | None, *, admin: bool = False
+) -> tuple[Principal, bool]:
     """The principal behind a bearer token; Unauthorized / Forbidden otherwise."""
     if not token:
         raise Unauthorized("missing bearer token")

@@ -57,7 +57,9 @@ class Item:
     def is_binary(self) -> bool:
         """Binaries are found by title, path and caption only (their body is not text)."""
         mt = self.media_type or ""
-        return not (mt.startswith("text/") or mt in ("application/json", "application/markdown", ""))
+        return not (
+            mt.startswith("text/") or mt in ("application/json", "application/markdown", "")
+        )
 
     def embed_text(self) -> str:
         """The text that gets embedded: title + body, or title + path + caption for binaries."""

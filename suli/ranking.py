@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from suli.fusion import Fused
+from suli.fusion import Fused, rrf
 
 NEUTRAL_WEIGHT = 1.0  # an item with no outcome (plain documents) is neither lifted nor sunk
 
@@ -33,3 +33,45 @@ def keep(fused: Fused, best_similarity: float | None, margin: float) -> KeepDeci
     if vec.score >= best_similarity - margin:
         return KeepDecision(True, "meaning-within-margin")
     return KeepDecision(False, "meaning-below-margin")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    id: str
+    score: float  # rrf x outcome weight
+    fused: Fused
+    kept: str
+    weight: float
+
+
+def rank(
+    text: Sequence[tuple[str, float]],
+    vector: Sequence[tuple[str, float]],
+    outcomes: Mapping[str, str | None],
+    *,
+    k: int,
+    text_weight: float,
+    vector_weight: float,
+    margin: float,
+    outcome_weights: Mapping[str, float],
+    gates: bool = True,
+) -> list[Ranked]:
+    """Fuse both legs, drop meaning-only matches far from the best, weigh by outcome, sort.
+
+    `vector` scores are cosine similarities, best first; `outcomes` maps id -> outcome.
+    """
+    fused = rrf(
+        {"text": text, "vector": vector},
+        k=k,
+        weights={"text": text_weight, "vector": vector_weight},
+    )
+    best = vector[0][1] if vector else None
+    out: list[Ranked] = []
+    for f in fused:
+        decision = keep(f, best, margin) if gates else KeepDecision(True, "no-gates")
+        if not decision.kept:
+            continue
+        w = outcome_weight(outcomes.get(f.id), outcome_weights)
+        out.append(Ranked(f.id, f.rrf * w, f, decision.reason, w))
+    out.sort(key=lambda r: -r.score)  # stable: equal scores keep fusion order
+    return out

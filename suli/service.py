@@ -10,7 +10,6 @@ from typing import Protocol
 from suli.backends.base import Backend, Facets, Hit, LegQuery, LegResults
 from suli.embedding import Embedder
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
-from suli.fusion import Fused, rrf
 from suli.models import (
     Degraded,
     Explain,
@@ -21,7 +20,7 @@ from suli.models import (
     SearchRequest,
     SearchResponse,
 )
-from suli.ranking import keep, outcome_weight
+from suli.ranking import rank
 from suli.settings import Settings
 from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
@@ -68,7 +67,10 @@ class Reranker(Protocol):
     name: str
 
     def rerank(
-        self, query_vector: Sequence[float] | None, ranked: list[str], vectors: dict[str, list[float]]
+        self,
+        query_vector: Sequence[float] | None,
+        ranked: list[str],
+        vectors: dict[str, list[float]],
     ) -> list[str]: ...
 
 
@@ -110,7 +112,9 @@ class Searcher:
 
     # ---- search --------------------------------------------------------------------------
 
-    def search(self, principal: Principal, req: SearchRequest, deadline: Deadline | None = None) -> SearchResponse:
+    def search(
+        self, principal: Principal, req: SearchRequest, deadline: Deadline | None = None
+    ) -> SearchResponse:
         deadline = deadline or Deadline(self.settings.deadline_s)
         ph = Phases()
         vis = ph.run("acl", lambda: self.visibility(principal))
@@ -119,17 +123,20 @@ class Searcher:
             return self._browse(vis, req, deadline, ph)
         return self._search(vis, req, deadline, ph, req.query)
 
-    def _browse(self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases) -> SearchResponse:
+    def _browse(
+        self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases
+    ) -> SearchResponse:
         """No words: the same filters, newest last activity first."""
         items, total = ph.run(  # type: ignore[misc]
             "browse",
-            lambda: self.backend.browse(vis, req.filters, req.limit, deadline.remaining(), req.regex),
+            lambda: self.backend.browse(
+                vis, req.filters, req.limit, deadline.remaining(), req.regex
+            ),
         )
-        results = [
-            self._result(it, 0.0, clip(it.body or it.caption), None) for it in items
-        ]
+        results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in items]
         results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))  # type: ignore[assignment]
-        return SearchResponse(tuple(results), total, ph.done())
+        rerank = "skipped-browse" if self.reranker is not None else "off"
+        return SearchResponse(tuple(results), total, ph.done(), rerank=rerank)
 
     def _embed_query(self, text: str, ph: Phases, degraded: list[Degraded]) -> list[float] | None:
         try:
@@ -153,7 +160,9 @@ class Searcher:
         degraded: list[Degraded] = []
         filters = req.filters
         if exclude:
-            filters = replace(filters, exclude_ids=tuple(dict.fromkeys((*filters.exclude_ids, *exclude))))
+            filters = replace(
+                filters, exclude_ids=tuple(dict.fromkeys((*filters.exclude_ids, *exclude)))
+            )
         vector = None
         if req.mode != "text":
             vector = self._embed_query(text, ph, degraded)
@@ -186,37 +195,29 @@ class Searcher:
         for h in (*legs.vector, *legs.text):  # text last: its hit carries the highlights
             items[h.item.id] = h
         highlights = {h.item.id: h.highlights for h in legs.text}
-        fused = rrf(
-            {
-                "text": [(h.item.id, h.score) for h in legs.text],
-                "vector": [(h.item.id, h.score) for h in legs.vector],
-            },
+        scored = rank(
+            [(h.item.id, h.score) for h in legs.text],
+            [(h.item.id, h.score) for h in legs.vector],
+            {i: h.item.outcome for i, h in items.items()},
             k=s.rrf_k,
-            weights={"text": s.text_weight, "vector": s.vector_weight},
+            text_weight=s.text_weight,
+            vector_weight=s.vector_weight,
+            margin=s.meaning_margin,
+            outcome_weights=s.outcome_weights,
         )
-        best_sim = legs.vector[0].score if legs.vector else None
-        scored: list[tuple[float, Fused, str, float]] = []
-        for f in fused:
-            decision = keep(f, best_sim, s.meaning_margin)
-            if not decision.kept:
-                continue
-            w = outcome_weight(items[f.id].item.outcome, s.outcome_weights)
-            scored.append((f.rrf * w, f, decision.reason, w))
-        scored.sort(key=lambda t: -t[0])  # stable: equal scores keep fusion order
         ph.ms["fuse"] = round((time.perf_counter() - t0) * 1000, 3)
 
-        ranked_ids = [f.id for _, f, _, _ in scored]
+        ranked_ids = [r.id for r in scored]
         rerank_status = "off"
         if self.reranker is not None and ranked_ids:
             ranked_ids, rerank_status = self._rerank(vis, vector, ranked_ids, deadline, ph)
-        by_id = {f.id: (score, f, reason, w) for score, f, reason, w in scored}
+        by_id = {r.id: r for r in scored}
 
         preferred = [it for it in prefer if it.id not in exclude]
         pref_ids = {it.id for it in preferred}
+        kept = "direct-reference" if req.explain else None
         results: list[Result] = [
-            self._result(it, 0.0, clip(it.body or it.caption), None, kept="direct-reference")
-            if req.explain
-            else self._result(it, 0.0, clip(it.body or it.caption), None)
+            self._result(it, 0.0, clip(it.body or it.caption), None, kept=kept)
             for it in preferred[: req.limit]
         ]
         for item_id in ranked_ids:
@@ -224,7 +225,8 @@ class Searcher:
                 break
             if item_id in pref_ids:
                 continue
-            score, f, reason, w = by_id[item_id]
+            r = by_id[item_id]
+            score, f, reason, w = r.score, r.fused, r.kept, r.weight
             hit = items[item_id]
             hl = highlights.get(item_id)
             snippet = hl[0] if hl else best_passage(hit.item.body or hit.item.caption, text)
@@ -251,20 +253,29 @@ class Searcher:
         )
 
     def _rerank(
-        self, vis: Visibility, vector: list[float] | None, ranked: list[str], deadline: Deadline, ph: Phases
+        self,
+        vis: Visibility,
+        vector: list[float] | None,
+        ranked: list[str],
+        deadline: Deadline,
+        ph: Phases,
     ) -> tuple[list[str], str]:
         assert self.reranker is not None
         budget = min(self.settings.rerank_budget_s, deadline.remaining())
+        if len(ranked) < 2:
+            return ranked, "skipped-too-few-results"
         t0 = time.perf_counter()
         try:
             head = ranked[:50]
             vectors = self.backend.vectors(vis, head)
             if time.perf_counter() - t0 > budget:
                 return ranked, "fallback-timeout"
+            if not vectors:
+                return ranked, "skipped-no-vectors"
             out = self.reranker.rerank(vector, head, vectors)
             if time.perf_counter() - t0 > budget:
                 return ranked, "fallback-timeout"
-            return out + ranked[len(head):], "applied"
+            return out + ranked[len(head) :], "applied"
         except DeadlineExceeded:
             raise
         except Exception:
@@ -272,7 +283,14 @@ class Searcher:
         finally:
             ph.ms["rerank"] = round((time.perf_counter() - t0) * 1000, 3)
 
-    def _result(self, item: Item, score: float, snippet: str, explain: Explain | None, kept: str | None = None) -> Result:
+    def _result(
+        self,
+        item: Item,
+        score: float,
+        snippet: str,
+        explain: Explain | None,
+        kept: str | None = None,
+    ) -> Result:
         if kept and explain is None:
             explain = Explain(None, None, None, None, 0.0, 0.0, 0.0, 1.0, 0.0, kept)
         return Result(
@@ -299,7 +317,9 @@ class Searcher:
             return results
         visible = self.backend.get_many(vis, wanted)
         return [
-            r if not r.superseded_by or r.superseded_by in visible else replace(r, superseded_by=None)
+            r
+            if not r.superseded_by or r.superseded_by in visible
+            else replace(r, superseded_by=None)
             for r in results
         ]
 
@@ -311,7 +331,9 @@ class Searcher:
         got = self.backend.get_many(vis, [item_id]).get(item_id)
         if got is None:
             raise NotFound(f"no item {item_id!r}")
-        [res] = self._resolve_superseded(vis, [self._result(got, 0.0, clip(got.body or got.caption), None)])
+        [res] = self._resolve_superseded(
+            vis, [self._result(got, 0.0, clip(got.body or got.caption), None)]
+        )
         # References may name items the caller cannot see: keep URLs and visible ids only.
         ids = [r for r in got.references if "://" not in r]
         seen = self.backend.get_many(vis, ids) if ids else {}
@@ -319,8 +341,8 @@ class Searcher:
         got = replace(got, superseded_by=res.superseded_by, references=refs)
         return got, res
 
-    def facets(self, principal: Principal, filters: Filters = Filters()) -> Facets:
-        return self.backend.facets(self.visibility(principal), filters)
+    def facets(self, principal: Principal, filters: Filters | None = None) -> Facets:
+        return self.backend.facets(self.visibility(principal), filters or Filters())
 
     def related(
         self,
@@ -354,9 +376,15 @@ class Searcher:
         direct = self.backend.get_many(vis, refs) if refs else {}
         prefer = [direct[r] for r in refs if r in direct]
         if item_id:
-            prefer += [i for i in self.backend.referencing(vis, item_id, limit) if i.id not in direct]
+            prefer += [
+                i for i in self.backend.referencing(vis, item_id, limit) if i.id not in direct
+            ]
         text = " ".join((card.title + " " + card.spec).split()[:RELATED_QUERY_WORDS])
         req = SearchRequest(query=text, limit=limit, explain=explain)
         if not words(text):
-            return SearchResponse(tuple(self._result(i, 0.0, clip(i.body), None) for i in prefer[:limit]), len(prefer), ph.done())
+            return SearchResponse(
+                tuple(self._result(i, 0.0, clip(i.body), None) for i in prefer[:limit]),
+                len(prefer),
+                ph.done(),
+            )
         return self._search(vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)

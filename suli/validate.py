@@ -29,7 +29,9 @@ MAX_QUERY_CHARS = 1000
 MAX_REGEX_CHARS = 200
 MAX_FILTER_VALUES = 50
 
-Outcome = Literal["approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned"]
+Outcome = Literal[
+    "approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned"
+]
 Kind = Literal["artifact", "work-record"]
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
 
@@ -261,10 +263,16 @@ def search_request(
         raise InvalidInput("mode: one of hybrid, text, vector", "mode")
     since_d, until_d = _date(since, "since"), _date(until, "until")
     if recent_days is not None:
-        if isinstance(recent_days, bool) or not isinstance(recent_days, int) or not 1 <= recent_days <= 3650:
+        if (
+            isinstance(recent_days, bool)
+            or not isinstance(recent_days, int)
+            or not 1 <= recent_days <= 3650
+        ):
             raise InvalidInput("recent_days: must be an integer from 1 to 3650", "recent_days")
         if since_d is not None:
-            raise InvalidInput("recent_days: give either recent_days or since, not both", "recent_days")
+            raise InvalidInput(
+                "recent_days: give either recent_days or since, not both", "recent_days"
+            )
         since_d = (today or datetime.now(UTC).date()) - timedelta(days=recent_days - 1)
     if since_d and until_d and since_d > until_d:
         raise InvalidInput("since: must not be after until", "since")

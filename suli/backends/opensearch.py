@@ -64,7 +64,9 @@ def _wrap(call: Callable[[], T], what: str) -> T:
     except opensearchpy.ConnectionError as e:
         raise BackendUnavailable(f"OpenSearch is unreachable ({what}): {e.info or e}") from e
     except opensearchpy.NotFoundError as e:
-        raise BackendUnavailable(f"OpenSearch index missing ({what}); run `suli index` first") from e
+        raise BackendUnavailable(
+            f"OpenSearch index missing ({what}); run `suli index` first"
+        ) from e
     except opensearchpy.TransportError as e:
         status = e.status_code if isinstance(e.status_code, int) else 0
         if status == 400 and "regexp" in str(e.info):
@@ -129,7 +131,9 @@ class OpenSearchBackend:
         return sorted(got)[0] if got else None
 
     def refresh(self) -> None:
-        _wrap(lambda: self.client.indices.refresh(index=f"{self.alias},{self.acl_index}"), "refresh")
+        _wrap(
+            lambda: self.client.indices.refresh(index=f"{self.alias},{self.acl_index}"), "refresh"
+        )
 
     # ---- search ------------------------------------------------------------------------
 
@@ -138,7 +142,10 @@ class OpenSearchBackend:
             return {}
         # The client gives up at the deadline and OpenSearch stops the search at its own
         # timeout, so no work is left running past the request's deadline.
-        return {"request_timeout": max(timeout_s, 0.05), "timeout": f"{max(int(timeout_s * 1000), 50)}ms"}
+        return {
+            "request_timeout": max(timeout_s, 0.05),
+            "timeout": f"{max(int(timeout_s * 1000), 50)}ms",
+        }
 
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
@@ -168,7 +175,9 @@ class OpenSearchBackend:
                 reason = err.get("reason") if isinstance(err, dict) else str(err)
                 if leg == "text" and "regexp" in str(err):
                     raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
-                errors[leg] = f"{err.get('type', 'error') if isinstance(err, dict) else 'error'}: {reason}"
+                errors[leg] = (
+                    f"{err.get('type', 'error') if isinstance(err, dict) else 'error'}: {reason}"
+                )
                 continue
             if r.get("timed_out"):
                 errors[leg] = "timed out"
@@ -181,7 +190,13 @@ class OpenSearchBackend:
                 out[leg].append(Hit(bodies.doc_to_item(h["_source"]), score, hl))
         return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings)
 
-    def _search(self, body: dict[str, Any], what: str, index: str | None = None, timeout_s: float | None = None) -> dict[str, Any]:
+    def _search(
+        self,
+        body: dict[str, Any],
+        what: str,
+        index: str | None = None,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:
         params = self._params(timeout_s)
         params.pop("timeout", None)
         return _wrap(
@@ -189,9 +204,16 @@ class OpenSearchBackend:
         )
 
     def browse(
-        self, vis: Visibility, filters: Filters, limit: int, timeout_s: float | None = None, regex: str | None = None
+        self,
+        vis: Visibility,
+        filters: Filters,
+        limit: int,
+        timeout_s: float | None = None,
+        regex: str | None = None,
     ) -> tuple[list[Item], int]:
-        r = self._search(bodies.browse_body(vis, filters, limit, regex), "browse", timeout_s=timeout_s)
+        r = self._search(
+            bodies.browse_body(vis, filters, limit, regex), "browse", timeout_s=timeout_s
+        )
         items = [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
         return items, int(r["hits"]["total"]["value"])
 
@@ -204,7 +226,9 @@ class OpenSearchBackend:
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
             return {}
-        r = self._search(bodies.ids_body(vis, list(dict.fromkeys(ids)), source=["vector"]), "vectors")
+        r = self._search(
+            bodies.ids_body(vis, list(dict.fromkeys(ids)), source=["vector"]), "vectors"
+        )
         return {h["_id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
 
     def facets(self, vis: Visibility, filters: Filters) -> Facets:
@@ -228,7 +252,9 @@ class OpenSearchBackend:
     def _retrying(self) -> Retrying:
         """Connection faults: retry the whole request with exponential back-off and jitter."""
         return Retrying(
-            retry=retry_if_exception_type((opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout)),
+            retry=retry_if_exception_type(
+                (opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout)
+            ),
             wait=wait_exponential_jitter(initial=0.5, max=15),
             stop=stop_after_attempt(8),
             before_sleep=before_sleep_log(log, logging.WARNING),
@@ -248,7 +274,12 @@ class OpenSearchBackend:
             if round_no:
                 retries += len(pending)
                 delay = min(15.0, 0.5 * 2 ** (round_no - 1)) * (0.5 + random.random())
-                log.warning("re-sending %d items after transient errors (round %d, %.1fs)", len(pending), round_no, delay)
+                log.warning(
+                    "re-sending %d items after transient errors (round %d, %.1fs)",
+                    len(pending),
+                    round_no,
+                    delay,
+                )
                 time.sleep(delay)
             batch = list(pending.values())
             results: list[tuple[bool, dict[str, Any]]] = []
@@ -293,12 +324,18 @@ class OpenSearchBackend:
             rejected[item_id] = f"still failing after {BULK_ROUNDS} rounds of back-off"
         return BulkOutcome(indexed=tuple(done), rejected=rejected, retries=retries)
 
-    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]], index: str | None = None) -> BulkOutcome:
+    def upsert(
+        self, items: Sequence[tuple[Item, Sequence[float]]], index: str | None = None
+    ) -> BulkOutcome:
         actions = []
         for item, vec in items:
             if len(vec) != self.dimension:
-                raise InvalidInput(f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector")
-            actions.append({"_op_type": "index", "_id": item.id, "_source": bodies.item_to_doc(item, vec)})
+                raise InvalidInput(
+                    f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector"
+                )
+            actions.append(
+                {"_op_type": "index", "_id": item.id, "_source": bodies.item_to_doc(item, vec)}
+            )
         return self._bulk(actions, index)
 
     def delete(self, ids: Sequence[str]) -> BulkOutcome:
@@ -307,21 +344,45 @@ class OpenSearchBackend:
     # ---- ACLs, principals, tokens -------------------------------------------------------
 
     def _put(self, doc_id: str, doc: dict[str, Any]) -> None:
-        _wrap(lambda: self.write_client.index(index=self.acl_index, id=doc_id, body=doc, refresh=True), "acl write")
+        _wrap(
+            lambda: self.write_client.index(
+                index=self.acl_index, id=doc_id, body=doc, refresh=True
+            ),
+            "acl write",
+        )
 
     def put_acls(self, acls: Sequence[BoardAcl]) -> None:
         for a in acls:
             self._put(
                 f"acl:{a.board}",
-                {"doc_type": "acl", "board": a.board, "workspace": a.workspace, "name": a.name,
-                 "members": list(a.members), "groups": list(a.groups)},
+                {
+                    "doc_type": "acl",
+                    "board": a.board,
+                    "workspace": a.workspace,
+                    "name": a.name,
+                    "members": list(a.members),
+                    "groups": list(a.groups),
+                },
             )
 
     def acls(self, workspace: str) -> list[BoardAcl]:
-        body = {"size": 10_000, "query": {"bool": {"filter": [{"term": {"doc_type": "acl"}}, {"term": {"workspace": workspace}}]}}}
+        body = {
+            "size": 10_000,
+            "query": {
+                "bool": {
+                    "filter": [{"term": {"doc_type": "acl"}}, {"term": {"workspace": workspace}}]
+                }
+            },
+        }
         r = self._search(body, "acl read", index=self.acl_index)
         return [
-            BoardAcl(s["board"], s["workspace"], s.get("name", ""), tuple(s.get("members", ())), tuple(s.get("groups", ())))
+            BoardAcl(
+                s["board"],
+                s["workspace"],
+                s.get("name", ""),
+                tuple(s.get("members", ())),
+                tuple(s.get("groups", ())),
+            )
             for s in (h["_source"] for h in r["hits"]["hits"])
         ]
 
@@ -329,8 +390,13 @@ class OpenSearchBackend:
         for p in principals:
             self._put(
                 f"principal:{p.id}",
-                {"doc_type": "principal", "principal_id": p.id, "workspace": p.workspace,
-                 "kind": p.kind, "groups": list(p.groups)},
+                {
+                    "doc_type": "principal",
+                    "principal_id": p.id,
+                    "workspace": p.workspace,
+                    "kind": p.kind,
+                    "groups": list(p.groups),
+                },
             )
 
     def _get(self, doc_id: str) -> dict[str, Any] | None:
@@ -345,13 +411,19 @@ class OpenSearchBackend:
         s = self._get(f"principal:{principal_id}")
         if s is None:
             return None
-        return Principal(s["principal_id"], s["workspace"], s.get("kind", "person"), tuple(s.get("groups", ())))
+        return Principal(
+            s["principal_id"], s["workspace"], s.get("kind", "person"), tuple(s.get("groups", ()))
+        )
 
     def put_token(self, token_hash: str, principal_id: str, admin: bool) -> None:
         self._put(
             f"token:{token_hash}",
-            {"doc_type": "token", "principal_id": principal_id, "admin": admin,
-             "created_at": datetime.now(UTC).isoformat()},
+            {
+                "doc_type": "token",
+                "principal_id": principal_id,
+                "admin": admin,
+                "created_at": datetime.now(UTC).isoformat(),
+            },
         )
 
     def token(self, token_hash: str) -> tuple[str, bool] | None:

@@ -20,14 +20,23 @@ HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
     "plain": ["title.plain", "body.plain", "caption.plain"],
 }
 SOURCE_EXCLUDES = ["vector", "embedded_text_sha"]
-MAX_DETERMINIZED_STATES = 10_000  # bounds a regex's automaton: a hostile pattern errors, never hangs
+MAX_DETERMINIZED_STATES = (
+    10_000  # bounds a regex's automaton: a hostile pattern errors, never hangs
+)
 
 
 def visibility_clause(vis: Visibility) -> dict[str, Any]:
     """DESIGN section 2 as one bool filter: workspace AND (workspace-wide OR my board OR mine)."""
     should: list[dict[str, Any]] = [
         {"term": {"scope": "workspace"}},
-        {"bool": {"filter": [{"term": {"scope": "personal"}}, {"term": {"uploader": vis.principal_id}}]}},
+        {
+            "bool": {
+                "filter": [
+                    {"term": {"scope": "personal"}},
+                    {"term": {"uploader": vis.principal_id}},
+                ]
+            }
+        },
     ]
     if vis.boards:
         should.insert(1, {"terms": {"board": sorted(vis.boards)}})
@@ -167,7 +176,9 @@ def vector_leg(q: LegQuery) -> dict[str, Any]:
     }
 
 
-def browse_body(vis: Visibility, filters: Filters, limit: int, regex: str | None = None) -> dict[str, Any]:
+def browse_body(
+    vis: Visibility, filters: Filters, limit: int, regex: str | None = None
+) -> dict[str, Any]:
     return {
         "size": limit,
         "track_total_hits": True,
@@ -220,9 +231,7 @@ def referencing_body(vis: Visibility, item_id: str, limit: int) -> dict[str, Any
         "size": limit,
         "_source": {"excludes": SOURCE_EXCLUDES},
         "query": {
-            "bool": {
-                "filter": [*filter_clauses(vis, Filters()), {"term": {"references": item_id}}]
-            }
+            "bool": {"filter": [*filter_clauses(vis, Filters()), {"term": {"references": item_id}}]}
         },
         "sort": [{"last_activity_at": {"order": "desc", "missing": "_last"}}, {"id": "asc"}],
     }
