@@ -6,6 +6,7 @@ import click
 
 from cli.admin import acl, delete, index_cmd, principal, token
 from cli.cluster import cluster
+from cli.evaluate import evaluate
 from cli.search import facets, related, search, show
 
 
@@ -31,5 +32,17 @@ def cli(
     }
 
 
-for command in (search, show, related, facets, index_cmd, delete, acl, principal, token, cluster):
+for command in (
+    search,
+    show,
+    related,
+    facets,
+    index_cmd,
+    delete,
+    acl,
+    principal,
+    token,
+    cluster,
+    evaluate,
+):
     cli.add_command(command)

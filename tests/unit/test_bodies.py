@@ -1,0 +1,72 @@
+"""OpenSearch request bodies against golden JSON (UPDATE_GOLDEN=1 rewrites them; review the diff)."""
+
+import json
+import os
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from suli.backends import opensearch_bodies as b
+from suli.backends.base import LegQuery
+from suli.models import Filters
+from suli.visibility import Visibility
+
+pytestmark = pytest.mark.unit
+GOLDEN = Path(__file__).parent / "golden"
+VIS = Visibility("ws1", "prn_ana", frozenset({"brd_b", "brd_a"}))
+FILTERS = Filters(
+    kinds=("artifact",),
+    outcomes=("approved", "failed"),
+    boards=("brd_a",),
+    agents=("prn_bot",),
+    stations=("Build",),
+    tags=("deploy",),
+    since=date(2026, 1, 1),
+    until=date(2026, 1, 31),
+)
+
+
+def check(name: str, body: dict) -> None:
+    path = GOLDEN / f"{name}.json"
+    text = json.dumps(body, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} body changed; rerun with UPDATE_GOLDEN=1 and review"
+
+
+def test_text_leg() -> None:
+    check("text_leg", b.text_leg(LegQuery(VIS, FILTERS, 'title:(x) AND "y', None, 100)))
+
+
+def test_text_leg_plain_words() -> None:
+    check("text_leg_plain", b.text_leg(LegQuery(VIS, Filters(), "the", None, 50, "plain")))
+
+
+def test_vector_leg_filters_inside_knn() -> None:
+    body = b.vector_leg(LegQuery(VIS, FILTERS, None, [0.5, -0.5, 0.0], 100))
+    check("vector_leg", body)
+    assert body["query"]["knn"]["vector"]["filter"]["bool"]["filter"][0] == b.visibility_clause(VIS)
+
+
+def test_browse_regex_facets() -> None:
+    check(
+        "browse_regex", b.browse_body(VIS, Filters(include_hidden=True), 10, regex='^deploy "v2"')
+    )
+    check("facets", b.facets_body(Visibility("ws1", "prn_x", frozenset()), Filters()))
+
+
+def test_visibility_without_boards_has_no_board_clause() -> None:
+    clause = b.visibility_clause(Visibility("ws1", "prn_x", frozenset()))
+    assert "terms" not in json.dumps(clause)
+    assert clause["bool"]["filter"] == [{"term": {"workspace": "ws1"}}]
+
+
+def test_user_text_is_never_query_syntax() -> None:
+    text = json.dumps(b.text_leg(LegQuery(VIS, Filters(), "a OR b:*", None, 10)))
+    assert "query_string" not in text and "simple_query_string" not in text
+    assert '"query": "a OR b:*"' in text  # multi_match analyses it as plain words
+
+
+def test_cosine_from_score() -> None:
+    assert b.cosine_from_score(1.0) == 1.0 and b.cosine_from_score(0.5) == 0.0

@@ -1,0 +1,115 @@
+"""Bad input is refused with a message naming the field; good input is normalised."""
+
+from datetime import UTC, date, datetime
+
+import pytest
+
+from suli.errors import InvalidInput
+from suli.validate import parse_acl, parse_item, parse_principal, search_request
+
+pytestmark = pytest.mark.unit
+
+GOOD = {"id": "itm_1", "workspace": "ws1", "title": "Deploy checklist"}
+
+
+def test_item_defaults_and_scope() -> None:
+    item = parse_item(
+        {**GOOD, "uploader": "prn_a", "last_activity_at": "2026-01-02T03:04:05+02:00"}
+    )
+    assert item.scope == "personal" and item.kind == "artifact" and item.outcome is None
+    assert item.last_activity_at == datetime(2026, 1, 2, 1, 4, 5, tzinfo=UTC)
+    assert parse_item({**GOOD, "board": "brd_1", "uploader": "prn_a"}).scope == "board"
+    assert parse_item({**GOOD, "updated_at": "2026-01-01T00:00:00Z"}).last_activity_at is not None
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"outcome": "great"}, "outcome"),
+        ({"kind": "note"}, "kind"),
+        ({"title": ""}, "title"),
+        ({"id": "has space"}, "id"),
+        ({"workspace": None}, "workspace"),
+        ({"created_at": "yesterday"}, "created_at"),
+        ({"created_at": "2026-01-01T00:00:00"}, "created_at"),  # no offset: ambiguous
+        ({"tags": ["ok", ""]}, "tags"),
+        ({"stations": [{"id": "s1"}]}, "stations.0.name"),
+        ({"colour": "red"}, "colour"),
+        ({"superseded_by": "itm_1"}, "superseded_by"),
+    ],
+)
+def test_bad_items_name_the_field(patch: dict, field: str) -> None:
+    with pytest.raises(InvalidInput) as e:
+        parse_item({**GOOD, **patch})
+    assert e.value.field == field
+    assert field in e.value.message
+
+
+def test_missing_required_and_non_object() -> None:
+    with pytest.raises(InvalidInput) as e:
+        parse_item({"id": "x", "workspace": "w"})
+    assert e.value.field == "title"
+    with pytest.raises(InvalidInput):
+        parse_item(["not", "an", "object"])
+
+
+def test_acl_and_principal() -> None:
+    assert parse_acl({"board": "b", "workspace": "w", "members": ["p"]}).members == ("p",)
+    assert parse_principal({"id": "p", "workspace": "w", "kind": "agent"}).kind == "agent"
+    with pytest.raises(InvalidInput) as e:
+        parse_principal({"id": "p", "workspace": "w", "kind": "robot"})
+    assert e.value.field == "kind"
+
+
+def test_search_request_parses_lists_and_dates() -> None:
+    req = search_request(
+        "  deploy  ",
+        outcome="approved,failed",
+        tag=["a", "b,c"],
+        since="2026-01-01",
+        until="2026-01-31",
+    )
+    assert req.query == "deploy"
+    assert req.filters.outcomes == ("approved", "failed")
+    assert req.filters.tags == ("a", "b", "c")
+    assert (req.filters.since, req.filters.until) == (date(2026, 1, 1), date(2026, 1, 31))
+    assert req.limit == 10
+
+
+def test_recent_days() -> None:
+    req = search_request("", recent_days=7, today=date(2026, 11, 30))
+    assert req.filters.since == date(2026, 11, 24)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 26}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"outcome": "approved,bogus"}, "outcome"),
+        ({"kind": "note"}, "kind"),
+        ({"since": "2026-02-01", "until": "2026-01-01"}, "since"),
+        ({"since": "01/02/2026"}, "since"),
+        ({"until": "2026-13-01"}, "until"),
+        ({"recent_days": 0}, "recent_days"),
+        ({"recent_days": 3, "since": "2026-01-01"}, "recent_days"),
+        ({"regex": "(unclosed"}, "regex"),
+        ({"regex": "(?=look)ahead"}, "regex"),
+        ({"regex": r"(a)\1"}, "regex"),
+        ({"regex": "a" * 201}, "regex"),
+        ({"mode": "fuzzy"}, "mode"),
+        ({"tag": [str(i) for i in range(51)]}, "tag"),
+    ],
+)
+def test_bad_search_parameters(kwargs: dict, field: str) -> None:
+    with pytest.raises(InvalidInput) as e:
+        search_request("x", **kwargs)
+    assert e.value.field == field
+
+
+def test_huge_query_is_refused_but_syntax_is_just_text() -> None:
+    with pytest.raises(InvalidInput) as e:
+        search_request("x" * 1001)
+    assert e.value.field == "query"
+    assert search_request('title:(foo) AND "bar* ~2 \\').query == 'title:(foo) AND "bar* ~2 \\'
