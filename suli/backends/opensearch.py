@@ -16,7 +16,8 @@ from tenacity import (
     before_sleep_log,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 import mappings
@@ -255,7 +256,9 @@ class OpenSearchBackend:
             retry=retry_if_exception_type(
                 (opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout)
             ),
-            wait=wait_exponential_jitter(initial=0.5, max=15),
+            # 0.5 s doubling to 15 s plus up to 1 s of jitter (wait_exponential_jitter's
+            # `initial` is deprecated in newer tenacity; this spelling works in all versions).
+            wait=wait_exponential(multiplier=0.5, max=15) + wait_random(0, 1),
             stop=stop_after_attempt(8),
             before_sleep=before_sleep_log(log, logging.WARNING),
             reraise=True,
