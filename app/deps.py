@@ -1,0 +1,91 @@
+"""Injected dependencies as Annotated aliases: settings, searcher, deadline, caller, admin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.runtime import Runtime, run_blocking
+from suli.auth import authenticate
+from suli.errors import Forbidden, Unauthorized
+from suli.models import Principal
+from suli.service import Deadline, Searcher
+from suli.settings import Settings
+
+# auto_error=False: a missing token goes through our error table (401 with the JSON shape).
+bearer = HTTPBearer(auto_error=False, description="An API token from `suli token create`.")
+
+
+def get_runtime(request: Request) -> Runtime:
+    return request.app.state.runtime
+
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+
+
+def get_settings(runtime: RuntimeDep) -> Settings:
+    return runtime.settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_searcher(runtime: RuntimeDep) -> Searcher:
+    """Sync on purpose: a first connection attempt blocks, so FastAPI runs it in a thread."""
+    return runtime.searcher()
+
+
+SearcherDep = Annotated[Searcher, Depends(get_searcher)]
+
+
+def get_deadline(settings: SettingsDep) -> Deadline:
+    """One deadline per request, started before authentication so it bounds everything."""
+    return Deadline(settings.deadline_s)
+
+
+DeadlineDep = Annotated[Deadline, Depends(get_deadline)]
+
+
+@dataclass(frozen=True)
+class Caller:
+    principal: Principal
+    admin: bool
+
+
+async def get_caller(
+    runtime: RuntimeDep,
+    deadline: DeadlineDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Caller:
+    """The principal behind the bearer token (401 otherwise), counted by the rate limiter."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
+    searcher = await run_blocking(runtime.searcher, deadline=deadline)
+    principal, admin = await run_blocking(
+        authenticate, searcher.backend, credentials.credentials, deadline=deadline
+    )
+    runtime.limiter.check(principal.id)
+    return Caller(principal, admin)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+def get_principal(caller: CallerDep) -> Principal:
+    return caller.principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def get_admin(caller: CallerDep) -> Principal:
+    """Ingestion and ACL routes: an admin token, else 403."""
+    if not caller.admin:
+        raise Forbidden("this route needs an admin token")
+    return caller.principal
+
+
+AdminDep = Annotated[Principal, Depends(get_admin)]

@@ -1,0 +1,60 @@
+"""The FastAPI app: create_app(settings) wires the routes, the error table and the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from app import errors, routes_admin, routes_ops, routes_search
+from app.metrics import MetricsMiddleware
+from app.runtime import Runtime
+from suli.service import Searcher
+from suli.settings import Settings
+
+
+def _open_searcher(settings: Settings) -> Searcher:
+    from suli.core import open_searcher
+
+    return open_searcher(settings)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    searcher: Searcher | None = None,
+    opener: Callable[[Settings], Searcher] = _open_searcher,
+) -> FastAPI:
+    """The app over settings (default: SULI_* environment); `searcher` injects a built core."""
+    settings = settings or Settings()
+    runtime = Runtime(settings, searcher=searcher, opener=opener)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Heavy objects (client, embedding model) are built once, off the event loop.
+        await anyio.to_thread.run_sync(runtime.start)
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(runtime.close)
+
+    app = FastAPI(
+        title="Suli query service",
+        version="1",
+        summary="Permission-aware hybrid search over work items.",
+        description=(
+            "Every `/api/v1` route needs `Authorization: Bearer <token>`; ingestion and ACL "
+            "routes need an admin token. Errors share one shape: "
+            '`{"error": {"code", "message", "field"?}}`.'
+        ),
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    errors.install(app)
+    app.add_middleware(MetricsMiddleware, metrics=runtime.metrics)
+    app.include_router(routes_search.router)
+    app.include_router(routes_admin.router)
+    app.include_router(routes_ops.router)
+    return app

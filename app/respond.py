@@ -1,0 +1,55 @@
+"""Finishing a response body: size limit, Server-Timing header, per-phase metrics."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from fastapi import Response
+
+from app.metrics import server_timing
+from app.runtime import Runtime
+
+
+def _size(body: dict[str, Any]) -> int:
+    # The same encoding as Starlette's JSONResponse, so the count matches what is sent.
+    return len(
+        json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    )
+
+
+def fit(body: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """Drop the lowest-ranked results until the body fits max_bytes; say `truncated: true`."""
+    if _size(body) <= max_bytes:
+        return body
+    results = list(body["results"])
+    body = {**body, "truncated": True}
+    while results and _size({**body, "results": results}) > max_bytes:
+        results.pop()
+    return {**body, "results": results}
+
+
+def finish_search(
+    body: dict[str, Any], response: Response, runtime: Runtime, route: str
+) -> dict[str, Any]:
+    """A search/related body: trimmed to size, timed in a header, counted in metrics."""
+    body = fit(body, runtime.settings.max_response_bytes)
+    timings = body["timings_ms"]
+    response.headers["Server-Timing"] = server_timing(timings)
+    runtime.metrics.observe_phases(route, timings)
+    for d in body["degraded"]:
+        runtime.metrics.degraded.labels(leg=d["leg"]).inc()
+    return body
+
+
+class Timer:
+    """Total time of a route that has no core phases of its own."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+
+    def done(self, body: dict[str, Any], response: Response) -> dict[str, Any]:
+        timings = {"total": round((time.perf_counter() - self.t0) * 1000, 3)}
+        response.headers["Server-Timing"] = server_timing(timings)
+        return {**body, "timings_ms": timings}

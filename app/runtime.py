@@ -1,0 +1,95 @@
+"""What one running app holds: settings, the Searcher (built once), limiter and metrics."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+from app.metrics import Metrics
+from app.ratelimit import RateLimiter
+from suli.errors import BackendUnavailable, DeadlineExceeded
+from suli.service import Deadline, Searcher
+from suli.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RECONNECT_EVERY_S = 5.0  # while the backend was never reached, retry building it this often
+
+
+async def run_blocking(fn: Callable[..., T], *args: object, deadline: Deadline | None = None) -> T:
+    """Run a blocking core call in the thread pool, giving up at the deadline.
+
+    On timeout the caller gets DeadlineExceeded at once; the thread is abandoned but stays
+    bounded: the core checks the same Deadline between phases and passes what is left of it to
+    OpenSearch as request and search timeouts, so it stops at its next step.
+    """
+    call = functools.partial(fn, *args)
+    if deadline is None:
+        return await anyio.to_thread.run_sync(call)
+    left = deadline.remaining()  # raises DeadlineExceeded when already past
+    try:
+        with anyio.fail_after(left):
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    except TimeoutError:
+        raise DeadlineExceeded(f"request exceeded its deadline of {deadline.seconds:g}s") from None
+
+
+class Runtime:
+    """Per-app state; the Searcher is built once and reused by every request."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        searcher: Searcher | None = None,
+        opener: Callable[[Settings], Searcher] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        self.limiter = RateLimiter(settings.rate_per_minute, settings.rate_per_day)
+        self._searcher = searcher
+        self._opener = opener
+        self._owned = False  # close only what this runtime built
+        self._lock = threading.Lock()
+        self._last_try = 0.0
+
+    def start(self) -> None:
+        """Build the Searcher; when the backend is down, start anyway and retry on requests."""
+        if self._searcher is not None:
+            return
+        try:
+            self._open()
+        except BackendUnavailable as e:
+            log.warning("backend unavailable at start-up, will retry: %s", e.message)
+
+    def _open(self) -> Searcher:
+        with self._lock:
+            if self._searcher is None:
+                self._last_try = time.monotonic()
+                assert self._opener is not None
+                self._searcher = self._opener(self.settings)
+                self._owned = True
+            return self._searcher
+
+    def searcher(self) -> Searcher:
+        """The Searcher, or BackendUnavailable while it could never be built (retried, throttled).
+
+        Once built it is kept: its OpenSearch client reconnects by itself when the node returns.
+        """
+        if self._searcher is not None:
+            return self._searcher
+        if time.monotonic() - self._last_try < RECONNECT_EVERY_S:
+            raise BackendUnavailable("OpenSearch is unreachable; the service retries by itself")
+        return self._open()
+
+    def close(self) -> None:
+        if self._owned and self._searcher is not None:
+            self._searcher.backend.close()
+        self._searcher = None
