@@ -8,6 +8,7 @@ from cli.admin import acl, delete, index_cmd, principal, token
 from cli.cluster import cluster
 from cli.evaluate import evaluate
 from cli.search import facets, related, search, show
+from cli.serve import serve
 
 
 @click.group()
@@ -44,5 +45,6 @@ for command in (
     token,
     cluster,
     evaluate,
+    serve,
 ):
     cli.add_command(command)

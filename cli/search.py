@@ -8,6 +8,7 @@ import click
 
 from cli.context import searcher
 from cli.output import emit_json, handle_errors, json_option, principal_option, print_results
+from cli.remote import remote_search, token_option, url_option
 from suli.render import facets_json, item_json, response_json
 from suli.service import Card
 from suli.validate import search_request
@@ -31,14 +32,33 @@ from suli.validate import search_request
 )
 @click.option("--hidden", "include_hidden", is_flag=True, help="Include hidden items.")
 @click.option("--explain", is_flag=True, help="Show why each result ranks where it does.")
-@principal_option
+@click.option(
+    "--as",
+    "principal_id",
+    envvar="SULI_PRINCIPAL",
+    help="The principal to search as (not with --url: the token names it). Env: SULI_PRINCIPAL.",
+)
+@url_option
+@token_option
 @json_option
 @click.pass_context
 @handle_errors
 def search(
-    ctx: click.Context, words: tuple[str, ...], principal_id: str, as_json: bool, **flags: Any
+    ctx: click.Context,
+    words: tuple[str, ...],
+    principal_id: str | None,
+    url: str | None,
+    token: str | None,
+    as_json: bool,
+    **flags: Any,
 ) -> None:
     """Search items by words and meaning; no words browses newest first."""
+    if url:
+        body = remote_search(url, token, " ".join(words), flags)
+        emit_json(body) if as_json else print_results(body)
+        return
+    if not principal_id:
+        raise click.UsageError("Missing option '--as' (or search a service with --url/--token).")
     req = search_request(" ".join(words), **{k: v for k, v in flags.items()})
     s = searcher(ctx)
     body = response_json(s.search(s.principal(principal_id), req))

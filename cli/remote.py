@@ -1,0 +1,84 @@
+"""`suli search --url URL --token T`: the same search, sent to a running query service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import httpx
+
+from suli.errors import (
+    BackendUnavailable,
+    DeadlineExceeded,
+    Forbidden,
+    IndexingError,
+    InvalidInput,
+    NotFound,
+    RateLimited,
+    SuliError,
+    Unauthorized,
+)
+
+url_option = click.option(
+    "--url",
+    envvar="SULI_URL",
+    help="Search a running Suli service at this base URL. Env: SULI_URL.",
+)
+token_option = click.option(
+    "--token", envvar="SULI_TOKEN", help="API token for --url. Env: SULI_TOKEN."
+)
+
+# CLI flag name -> API parameter name, where they differ.
+_RENAMED = {"include_hidden": "hidden"}
+TIMEOUT_S = 60.0  # above the service's own deadline (20 s by default): it answers 504 first
+
+
+def _error(resp: httpx.Response) -> SuliError:
+    """The service's JSON error as the core error it stands for (so exit codes match local)."""
+    try:
+        err = resp.json()["error"]
+        code, message = str(err["code"]), str(err["message"])
+    except (ValueError, KeyError, TypeError):
+        return SuliError(f"HTTP {resp.status_code} from {resp.url}: {resp.text[:200]}")
+    if code in ("invalid_input", "invalid_json"):
+        return InvalidInput(message, err.get("field"))
+    if code == "rate_limited":
+        return RateLimited(message, int(err.get("limit", 0)), int(err.get("retry_after", 0)))
+    simple: dict[str, type[SuliError]] = {
+        "unauthorized": Unauthorized,
+        "forbidden": Forbidden,
+        "not_found": NotFound,
+        "backend_unavailable": BackendUnavailable,
+        "deadline_exceeded": DeadlineExceeded,
+        "indexing_error": IndexingError,
+    }
+    return simple.get(code, SuliError)(message)
+
+
+def search_params(query: str, flags: dict[str, Any]) -> dict[str, Any]:
+    """The `suli search` flags as the body of POST /api/v1/search."""
+    body: dict[str, Any] = {"q": query}
+    for key, value in flags.items():
+        if value is None or value == ():
+            continue
+        body[_RENAMED.get(key, key)] = list(value) if isinstance(value, tuple) else value
+    return body
+
+
+def remote_search(url: str, token: str | None, query: str, flags: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/v1/search on the service; its body, or the core error it reports."""
+    if not token:
+        raise click.UsageError("--url needs --token (or SULI_TOKEN)")
+    endpoint = url.rstrip("/") + "/api/v1/search"
+    try:
+        resp = httpx.post(
+            endpoint,
+            json=search_params(query, flags),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=TIMEOUT_S,
+        )
+    except httpx.HTTPError as e:
+        raise BackendUnavailable(f"cannot reach {endpoint}: {e}") from None
+    if resp.status_code >= 400:
+        raise _error(resp)
+    return resp.json()
