@@ -93,7 +93,7 @@ def up(
 ) -> None:
     """Provision (first time only), start the nodes and wait until they are ready.
 
-    Prints an `export SULI_OPENSEARCH_URL=...` line on stdout, so
+    Prints an `export SULI_OPENSEARCH_URL=...` line (all node URLs) on stdout, so
     `eval "$(suli cluster up)"` points Suli at the node.
     """
     try:
@@ -111,7 +111,8 @@ def up(
         raise click.UsageError(str(err)) from err
     click.echo(f"nodes: {' '.join(started.urls)}", err=True)
     click.echo(f"logs:  {started.root / 'nodes'}/*/logs/stdout.log", err=True)
-    click.echo(f"export SULI_OPENSEARCH_URL={started.url}")
+    # Suli takes comma-separated hosts: the client then survives losing one node.
+    click.echo(f"export SULI_OPENSEARCH_URL={','.join(started.urls)}")
 
 
 def _human_status(report: dict[str, Any]) -> str:
