@@ -1,0 +1,28 @@
+# The Suli query service (`suli serve`), as started by docker-compose.yml.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY suli ./suli
+COPY app ./app
+COPY cli ./cli
+COPY indexer ./indexer
+COPY devcluster ./devcluster
+COPY mappings ./mappings
+RUN pip install .
+# `mappings` is imported as a top-level package but pyproject's package list leaves it out:
+# keep the source tree importable so the installed `suli` finds it.
+ENV PYTHONPATH=/app
+
+RUN useradd --create-home --uid 10001 suli
+USER suli
+
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=5 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+CMD ["suli", "serve", "--host", "0.0.0.0", "--port", "8000"]
