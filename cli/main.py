@@ -6,6 +6,7 @@ import click
 
 from cli.admin import acl, delete, index_cmd, principal, token
 from cli.cluster import cluster
+from cli.demo import demo
 from cli.evaluate import evaluate
 from cli.search import facets, related, search, show
 from cli.serve import serve
@@ -46,5 +47,6 @@ for command in (
     cluster,
     evaluate,
     serve,
+    demo,
 ):
     cli.add_command(command)
