@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# 0.7 keeps the fused order for distinct items and moves a near-duplicate (cosine ~1) down
-# past about a third of the list; 1.0 would be no reranking, 0.0 pure diversity.
-DEFAULT_LAMBDA = 0.7
+# Relevance and redundancy weigh the same (the usual MMR default): distinct items keep the
+# fused order, and a near-copy (cosine ~1) of an item above it moves down about half the list.
+# 1.0 would be no reranking, 0.0 pure diversity.
+DEFAULT_LAMBDA = 0.5
 
 
 class MMRReranker:

@@ -1,0 +1,164 @@
+"""Faults over HTTP: degraded legs, deadlines (504), OpenSearch gone (503) and back again."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from opensearchpy import OpenSearch
+
+import app.runtime
+from app.main import create_app
+
+from .helpers import (
+    Api,
+    FailingEmbedder,
+    SlowEmbedder,
+    TcpProxy,
+    World,
+    assert_error_shape,
+    opener,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def ids(body: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in body["results"]]
+
+
+def test_a_failing_embedder_degrades_to_text_results(make_api: Callable[..., Api]) -> None:
+    api = make_api(embedder=FailingEmbedder())
+    body = api.search("ana", q="rollback guide", explain=True)
+    assert ids(body)[0] == "itm_rollback"
+    assert [d["leg"] for d in body["degraded"]] == ["vector"]
+    assert "model crashed" in body["degraded"][0]["reason"]
+    assert all(r["explain"]["vector_rank"] is None for r in body["results"])
+    metrics = api.client.get("/metrics").text
+    assert 'suli_degraded_responses_total{leg="vector"} 1.0' in metrics
+
+
+def test_a_failing_text_leg_degrades_to_vector_results(
+    make_api: Callable[..., Api], fresh_world: World, os_client: OpenSearch
+) -> None:
+    api = make_api(on=fresh_world)
+    # A real OpenSearch fault that hits only the text leg: highlighting refuses to analyse more
+    # than 5 characters of a field, so every text search fails while k-NN (no highlight) works.
+    os_client.indices.put_settings(
+        index=fresh_world.settings.index_alias, body={"index": {"highlight.max_analyzed_offset": 5}}
+    )
+    body = api.search("ana", q="Deploy pipeline rollback guide", explain=True)
+    assert [d["leg"] for d in body["degraded"]] == ["text"]
+    assert body["results"] and ids(body)[0] == "itm_rollback"
+    assert all(r["explain"]["text_rank"] is None for r in body["results"])
+    assert all(r["id"] in {"itm_rollback", "itm_checklist", "itm_old"} for r in body["results"])
+
+
+def test_a_tiny_deadline_is_504(make_api: Callable[..., Api]) -> None:
+    api = make_api(deadline_s=0.001)
+    r = api.client.get("/api/v1/search", params={"q": "deploy"}, headers=api.auth("ana"))
+    err = assert_error_shape(r, 504, "deadline_exceeded")
+    assert "deadline" in err["message"]
+
+
+def test_a_slow_embedder_is_cut_at_the_deadline_and_its_work_stops(
+    make_api: Callable[..., Api],
+) -> None:
+    slow = SlowEmbedder(delay=2.0)
+    api = make_api(embedder=slow, deadline_s=1.0)
+    searches: list[object] = []
+    backend = api.searcher.backend
+    real_search = backend.search
+    backend.search = lambda q: searches.append(q) or real_search(q)  # type: ignore[method-assign]
+    r = api.client.get("/api/v1/search", params={"q": "deploy"}, headers=api.auth("ana"))
+    assert_error_shape(r, 504, "deadline_exceeded")
+    if slow.started.is_set():  # (on a very loaded machine the deadline may pass before it)
+        assert slow.done.wait(10)
+        time.sleep(0.3)  # the abandoned thread's next step is its deadline check
+    # The abandoned thread checks the same deadline after embedding: no OpenSearch search runs.
+    assert searches == []
+
+
+def _dead_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens here any more
+    return port
+
+
+def test_unreachable_opensearch_is_503_and_healthz_stays_up(world: World) -> None:
+    settings = world.settings.model_copy(
+        update={"opensearch_url": f"http://127.0.0.1:{_dead_port()}"}
+    )
+    with TestClient(create_app(settings, opener=opener()), raise_server_exceptions=False) as client:
+        assert client.get("/healthz").status_code == 200
+        assert_error_shape(client.get("/readyz"), 503, "backend_unavailable")
+        r = client.get("/api/v1/search", params={"q": "x"}, headers={"Authorization": "Bearer t"})
+        err = assert_error_shape(r, 503, "backend_unavailable")
+        assert "OpenSearch" in err["message"]
+
+
+@pytest.fixture
+def proxy(opensearch_url: str) -> Iterator[TcpProxy]:
+    p = TcpProxy(opensearch_url)
+    p.start()
+    yield p
+    p.stop()
+
+
+def test_the_service_recovers_by_itself_when_opensearch_returns(
+    world: World, proxy: TcpProxy
+) -> None:
+    settings = world.settings.model_copy(update={"opensearch_url": proxy.url})
+    auth = {"Authorization": f"Bearer {world.tokens['ana']}"}
+    with TestClient(create_app(settings, opener=opener()), raise_server_exceptions=False) as client:
+        assert client.get("/api/v1/search", params={"q": "deploy"}, headers=auth).status_code == 200
+        assert client.get("/readyz").status_code == 200
+
+        proxy.stop()
+        for _ in range(3):
+            r = client.get("/api/v1/search", params={"q": "deploy"}, headers=auth)
+            assert_error_shape(r, 503, "backend_unavailable")
+        assert_error_shape(client.get("/readyz"), 503, "backend_unavailable")
+
+        proxy.start()  # same app, no restart
+        r = client.get("/api/v1/search", params={"q": "deploy"}, headers=auth)
+        assert r.status_code == 200, r.text
+        assert "itm_rollback" in ids(r.json())
+        assert client.get("/readyz").status_code == 200
+
+
+def test_a_service_started_while_opensearch_is_down_connects_later(
+    world: World, proxy: TcpProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app.runtime, "RECONNECT_EVERY_S", 0.0)
+    proxy.stop()
+    settings = world.settings.model_copy(update={"opensearch_url": proxy.url})
+    auth = {"Authorization": f"Bearer {world.tokens['bob']}"}
+    with TestClient(create_app(settings, opener=opener()), raise_server_exceptions=False) as client:
+        assert_error_shape(client.get("/api/v1/facets", headers=auth), 503, "backend_unavailable")
+        assert_error_shape(client.get("/readyz"), 503, "backend_unavailable")
+        proxy.start()
+        assert client.get("/readyz").status_code == 200
+        assert client.get("/api/v1/facets", headers=auth).json()["total"] == 4
+
+
+def test_readyz_is_503_when_the_alias_is_gone(
+    make_api: Callable[..., Api], fresh_world: World, os_client: OpenSearch
+) -> None:
+    api = make_api(on=fresh_world)
+    ready = api.client.get("/readyz")
+    assert ready.status_code == 200
+    alias = fresh_world.settings.index_alias
+    assert ready.json()["backend"]["alias"] == alias
+    physical = ready.json()["backend"]["index"]
+    os_client.indices.delete_alias(index=physical, name=alias)
+    err = assert_error_shape(api.client.get("/readyz"), 503, "backend_unavailable")
+    assert alias in err["message"]
+    os_client.indices.put_alias(index=physical, name=alias)
+    assert api.client.get("/readyz").status_code == 200

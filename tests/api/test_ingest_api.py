@@ -1,0 +1,148 @@
+"""Admin writes over HTTP: bulk upsert with per-item outcome, delete, board ACLs, principals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from .helpers import OTHER_WS, Api, World, assert_error_shape, raw_item
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def admin(make_api: Callable[..., Api], fresh_world: World) -> Api:
+    return make_api(on=fresh_world)
+
+
+def ids(body: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in body["results"]]
+
+
+def upsert(api: Api, items: list[Any]) -> Any:
+    return api.client.post(
+        "/api/v1/items", params={"refresh": True}, json=items, headers=api.auth("admin")
+    )
+
+
+def test_bulk_upsert_indexes_the_valid_items_and_reports_each_one(admin: Api) -> None:
+    batch = [
+        raw_item("itm_kite", "Kite festival deploy", "Kites everywhere", outcome="approved"),
+        raw_item("itm_bad", "", "no title"),  # invalid: empty title
+        {"title": "no id at all", "workspace": "ws_main"},
+        raw_item("itm_foreign", "Other workspace kite", workspace=OTHER_WS),
+        raw_item(
+            "itm_kite2", "Kite repair notes", "kite strings", board="brd_eng", outcome="bogus"
+        ),
+        raw_item("itm_kite3", "Kite storage", "kite storage shelf", board="brd_eng"),
+    ]
+    r = upsert(admin, batch)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert (body["indexed"], body["rejected"]) == (2, 4)
+    by_index = {o["index"]: o for o in body["items"]}
+    assert [by_index[i]["status"] for i in range(6)] == [
+        "indexed",
+        "rejected",
+        "rejected",
+        "rejected",
+        "rejected",
+        "indexed",
+    ]
+    assert by_index[0] == {"index": 0, "id": "itm_kite", "status": "indexed", "reason": None}
+    assert by_index[1]["id"] == "itm_bad" and by_index[1]["reason"].startswith("title")
+    assert by_index[2]["id"] is None and by_index[2]["reason"].startswith("id")
+    assert by_index[3]["reason"].startswith("workspace")
+    assert by_index[4]["reason"].startswith("outcome")
+    assert set(ids(admin.search("ana", q="kite", limit=25))) == {"itm_kite", "itm_kite3"}
+    assert ids(admin.search("bob", q="kite", limit=25)) == ["itm_kite"]  # not on brd_eng
+    for rejected_id in ("itm_bad", "itm_foreign", "itm_kite2"):
+        assert (
+            admin.client.get(f"/api/v1/items/{rejected_id}", headers=admin.auth("ana")).status_code
+            == 404
+        )
+
+
+def test_upsert_replaces_an_item(admin: Api) -> None:
+    assert (
+        upsert(admin, [raw_item("itm_rollback", "Rollback guide v2", "Rewritten")]).json()[
+            "indexed"
+        ]
+        == 1
+    )
+    got = admin.client.get("/api/v1/items/itm_rollback", headers=admin.auth("ana")).json()
+    assert (got["title"], got["body"]) == ("Rollback guide v2", "Rewritten")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"id": "itm_x"}, None),  # an object, not an array
+        ([1, 2], "0"),
+        ([raw_item(f"itm_{i}", "t") for i in range(1001)], None),
+    ],
+)
+def test_malformed_batches_are_422_and_change_nothing(
+    api: Api, body: Any, field: str | None
+) -> None:
+    r = api.client.post("/api/v1/items", json=body, headers=api.auth("admin"))
+    assert_error_shape(r, 422, "invalid_input", field)
+    assert api.searcher.backend.count() == 7
+
+
+def test_delete_removes_the_item(admin: Api) -> None:
+    r = admin.client.delete("/api/v1/items/itm_rollback", headers=admin.auth("admin"))
+    assert r.status_code == 200
+    assert r.json()["status"] == "deleted"
+    admin.searcher.backend.refresh()  # type: ignore[attr-defined]
+    assert_error_shape(
+        admin.client.get("/api/v1/items/itm_rollback", headers=admin.auth("ana")), 404, "not_found"
+    )
+    assert "itm_rollback" not in ids(admin.search("ana", q="rollback"))
+    # Idempotent.
+    assert (
+        admin.client.delete("/api/v1/items/itm_rollback", headers=admin.auth("admin")).status_code
+        == 200
+    )
+
+
+def test_board_acl_changes_apply_to_the_next_query(admin: Api) -> None:
+    assert "itm_checklist" not in ids(admin.search("bob", q="checklist"))
+    r = admin.client.put(
+        "/api/v1/boards/brd_eng",
+        json={"name": "Eng", "groups": ["grp_eng"], "members": ["prn_bob"]},
+        headers=admin.auth("admin"),
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["workspace"] == "ws_main"
+    assert "itm_checklist" in ids(admin.search("bob", q="checklist"))
+    admin.client.put("/api/v1/boards/brd_eng", json={"groups": []}, headers=admin.auth("admin"))
+    assert "itm_checklist" not in ids(admin.search("ana", q="checklist"))
+
+
+def test_principal_groups_grant_board_access(admin: Api) -> None:
+    r = admin.client.put(
+        "/api/v1/principals/prn_bob", json={"groups": ["grp_eng"]}, headers=admin.auth("admin")
+    )
+    assert r.status_code == 200
+    assert r.json() == {
+        **r.json(),
+        "id": "prn_bob",
+        "workspace": "ws_main",
+        "kind": "person",
+        "groups": ["grp_eng"],
+    }
+    assert "itm_checklist" in ids(admin.search("bob", q="checklist"))
+
+
+def test_admins_write_only_their_own_workspace(api: Api) -> None:
+    h = api.auth("admin")
+    r = api.client.put("/api/v1/boards/brd_x", json={"workspace": OTHER_WS}, headers=h)
+    assert_error_shape(r, 403, "forbidden")
+    r = api.client.put("/api/v1/principals/prn_z", json={"workspace": OTHER_WS}, headers=h)
+    assert_error_shape(r, 403, "forbidden")
+    r = api.client.put("/api/v1/principals/bad id!", json={}, headers=h)
+    assert_error_shape(r, 422, "invalid_input", "id")
+    assert api.searcher.backend.principal("prn_z") is None

@@ -1,0 +1,157 @@
+"""Through a listening service: `suli search --url` prints what local search prints; `suli serve`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from click.testing import CliRunner
+
+from app.main import create_app
+from cli.main import cli
+
+from .helpers import World, opener
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def live_url(world: World) -> Iterator[str]:
+    """The app under a real uvicorn server on a free port, in a thread of this process."""
+    config = uvicorn.Config(
+        create_app(world.settings, opener=opener()), host="127.0.0.1", port=0, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(30)
+
+
+def env_for(world: World, home: Path) -> dict[str, str]:
+    s = world.settings
+    return {
+        "SULI_BACKEND": "opensearch",
+        "SULI_OPENSEARCH_URL": str(s.opensearch_url),
+        "SULI_INDEX_ALIAS": s.index_alias,
+        "SULI_ACL_INDEX": s.acl_index,
+        "SULI_EMBEDDER": "fake",
+        "SULI_HOME": str(home),
+    }
+
+
+def run(args: list[str], env: dict[str, str]) -> Any:
+    return CliRunner().invoke(cli, args, env=env, catch_exceptions=False)
+
+
+ARGS = [
+    ["search", "deploy", "guide", "--limit", "5"],
+    ["search", "--outcome", "approved,completed", "--explain"],
+    ["search"],
+]
+
+
+@pytest.mark.parametrize("args", ARGS)
+def test_remote_search_prints_the_same_as_local(
+    world: World, live_url: str, tmp_path: Path, args: list[str]
+) -> None:
+    env = env_for(world, tmp_path)
+    token = world.tokens["ana"]
+    local_json = run([*args, "--as", "prn_ana", "--json"], env)
+    remote_json = run([*args, "--url", live_url, "--token", token, "--json"], env)
+    assert local_json.exit_code == remote_json.exit_code == 0, remote_json.output
+    local, remote = json.loads(local_json.stdout), json.loads(remote_json.stdout)
+    assert local["results"]
+    local.pop("timings_ms")
+    remote.pop("timings_ms")
+    assert remote == local
+
+    local_human = run([*args, "--as", "prn_ana"], env)
+    remote_human = run([*args, "--url", live_url, "--token", token], env)
+    assert remote_human.stdout == local_human.stdout
+    assert "matches" in remote_human.stderr
+
+
+def test_remote_errors_keep_their_exit_codes(world: World, live_url: str, tmp_path: Path) -> None:
+    env = env_for(world, tmp_path)
+    bad_input = run(
+        ["search", "x", "--limit", "0", "--url", live_url, "--token", world.tokens["ana"]], env
+    )
+    assert bad_input.exit_code == 2
+    assert "limit" in bad_input.stderr
+    bad_token = run(["search", "x", "--url", live_url, "--token", "suli_wrong"], env)
+    assert bad_token.exit_code == 1
+    assert "token" in bad_token.stderr
+    no_token = run(["search", "x", "--url", live_url], {**env, "SULI_TOKEN": ""})
+    assert no_token.exit_code == 2
+    nobody = run(["search", "x"], {**env, "SULI_PRINCIPAL": ""})
+    assert nobody.exit_code == 2
+    assert "--as" in nobody.stderr
+
+
+def test_suli_serve_runs_the_service(world: World, tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, **env_for(world, tmp_path)}
+    suli = Path(sys.executable).with_name("suli")
+    proc = subprocess.Popen(
+        [str(suli), "serve", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        ready = _wait_ready(url, proc)
+        assert ready.json()["backend"]["alias"] == world.settings.index_alias
+        r = httpx.get(
+            f"{url}/api/v1/search",
+            params={"q": "deploy"},
+            headers={"Authorization": f"Bearer {world.tokens['bob']}"},
+        )
+        assert r.status_code == 200
+        assert "itm_secret" in [x["id"] for x in r.json()["results"]]
+        assert "server-timing" in r.headers
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"suli serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
+        try:
+            r = httpx.get(f"{url}/readyz", timeout=5)
+            if r.status_code == 200:
+                return r
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("suli serve did not become ready")
