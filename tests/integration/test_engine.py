@@ -104,7 +104,8 @@ def _filtered_knn(client: OpenSearch, name: str, tag: str, k: int) -> dict[str, 
             "knn": {"vec": {"vector": [1.0] * DIM, "k": k, "filter": {"term": {"tag": tag}}}}
         },
     }
-    return client.search(index=name, body=body)
+    response: dict[str, Any] = client.search(index=name, body=body)
+    return response
 
 
 def _best(docs: dict[str, dict[str, Any]], tag: str, k: int) -> list[str]:
