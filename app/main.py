@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 
-from app import errors, routes_admin, routes_ops, routes_search
+from app import errors, mcp_server, routes_admin, routes_ops, routes_search, web
 from app.metrics import MetricsMiddleware
 from app.runtime import Runtime
 from suli.service import Searcher
@@ -57,4 +57,6 @@ def create_app(
     app.include_router(routes_search.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)
+    web.install(app)
+    mcp_server.mount(app)
     return app

@@ -8,6 +8,7 @@ from cli.admin import acl, delete, index_cmd, principal, token
 from cli.cluster import cluster
 from cli.demo import demo
 from cli.evaluate import evaluate
+from cli.mcp import mcp_cmd
 from cli.search import facets, related, search, show
 from cli.serve import serve
 
@@ -48,5 +49,6 @@ for command in (
     evaluate,
     serve,
     demo,
+    mcp_cmd,
 ):
     cli.add_command(command)

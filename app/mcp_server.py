@@ -1,0 +1,423 @@
+"""MCP server: the tools `library_search` and `library_related` over the same core as HTTP.
+
+Two transports, one tool set (build_server):
+- stdio (`suli mcp --token T`): the principal is the token's, checked again on every call so a
+  revoked token stops working at once (TokenAccess);
+- streamable HTTP at /mcp in the query service: each HTTP request carries a bearer token,
+  authenticated and rate-limited like /api/v1 before the SDK sees it (McpEndpoint, mount).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Protocol
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import Field
+from starlette.types import Receive, Scope, Send
+
+from app.errors import suli_error_response
+from app.mcp_tools import (
+    ToolSearchOut,
+    check_arguments,
+    failure,
+    pick_limit,
+    success,
+    tool_body,
+)
+from app.runtime import Runtime, run_blocking
+from suli.auth import authenticate
+from suli.errors import BackendUnavailable, InvalidInput, SuliError, Unauthorized
+from suli.models import Principal
+from suli.service import Card, Deadline, Searcher
+from suli.validate import MAX_LIMIT, search_request
+
+MCP_PATH = "/mcp"
+PRINCIPAL_KEY = "suli.principal"  # ASGI scope key: the principal McpEndpoint authenticated
+
+INSTRUCTIONS = (
+    "Suli searches the team's library of work items (artifacts and work records by people and "
+    "agents). Call library_search before starting work to find prior results, and "
+    "library_related to find work connected to an item or to a card you are writing. You only "
+    "ever see items your token may see. Prefer approved or completed items; when a result is "
+    "superseded, follow superseded_by to its replacement."
+)
+READ_ONLY = ToolAnnotations(
+    title="Search the work library",
+    read_only_hint=True,
+    destructive_hint=False,
+    idempotent_hint=True,
+    open_world_hint=False,
+)
+RELATED_READ_ONLY = READ_ONLY.model_copy(update={"title": "Find related work"})
+
+_LIMIT = {"minimum": 1, "maximum": MAX_LIMIT}
+Filter = str | list[str] | None
+Limit = Annotated[
+    int | None,
+    Field(
+        description=f"How many results at most, 1 to {MAX_LIMIT} (default 10).",
+        json_schema_extra=_LIMIT,
+    ),
+]
+MaxResults = Annotated[
+    int | None,
+    Field(
+        description="Alias of `limit`; when both are given the smaller one applies.",
+        json_schema_extra=_LIMIT,
+    ),
+]
+
+
+class Access(Protocol):
+    """Where a transport gets the core and the caller's principal from."""
+
+    async def searcher(self) -> Searcher: ...
+
+    async def principal(self, ctx: Context, searcher: Searcher) -> Principal: ...
+
+    def record(self, route: str, body: dict[str, Any]) -> None: ...
+
+
+class TokenAccess:
+    """One token for the whole connection (stdio): re-checked on each call (revocation applies)."""
+
+    def __init__(self, searcher: Searcher, token: str) -> None:
+        self._searcher = searcher
+        self._token = token
+
+    async def searcher(self) -> Searcher:
+        return self._searcher
+
+    async def principal(self, ctx: Context, searcher: Searcher) -> Principal:
+        principal, _ = await run_blocking(authenticate, searcher.backend, self._token)
+        return principal
+
+    def record(self, route: str, body: dict[str, Any]) -> None:
+        """Nothing to record: a stdio server has no metrics endpoint."""
+
+
+class HttpAccess:
+    """The service's core; the principal McpEndpoint put on the HTTP request's scope."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def searcher(self) -> Searcher:
+        return await run_blocking(self.runtime.searcher)
+
+    async def principal(self, ctx: Context, searcher: Searcher) -> Principal:
+        request = ctx.request_context.request
+        principal = getattr(request, "scope", {}).get(PRINCIPAL_KEY)
+        if not isinstance(principal, Principal):
+            raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
+        return principal
+
+    def record(self, route: str, body: dict[str, Any]) -> None:
+        self.runtime.metrics.observe_phases(route, body["timings_ms"])
+        for d in body["degraded"]:
+            self.runtime.metrics.degraded.labels(leg=d["leg"]).inc()
+
+
+def _arguments(ctx: Context) -> dict[str, Any]:
+    params = ctx.request_context.params or {}
+    args = params.get("arguments")
+    return dict(args) if isinstance(args, dict) else {}
+
+
+async def library_search_impl(access: Access, ctx: Context, args: dict[str, Any]) -> CallToolResult:
+    """Validate like the CLI and HTTP, search under the caller's visibility, render."""
+    try:
+        check_arguments(_arguments(ctx), SEARCH_ARGS)
+        cap, notes = pick_limit(args.pop("limit"), args.pop("max_results"))
+        searcher = await access.searcher()
+        settings = searcher.settings
+        req = search_request(
+            args.pop("query"), **args, limit=cap, max_query_chars=settings.max_query_chars
+        )
+        principal = await access.principal(ctx, searcher)
+        deadline = Deadline(settings.deadline_s)
+        resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)
+    except SuliError as e:
+        return failure(e)
+    body = tool_body(resp, cap, notes, settings.max_response_bytes)
+    access.record("mcp:library_search", body)
+    heading = (
+        f"library_search {req.query!r}" if req.query else "library_search (browse, newest first)"
+    )
+    return success(heading, body)
+
+
+async def library_related_impl(
+    access: Access, ctx: Context, args: dict[str, Any]
+) -> CallToolResult:
+    """Related items for a visible item or an unsaved card; the same rules as POST /related."""
+    try:
+        check_arguments(_arguments(ctx), RELATED_ARGS)
+        cap, notes = pick_limit(args["limit"], args["max_results"])
+        item_id, title = args["item_id"], args["title"]
+        spec, refs = args["spec"] or "", list(args["references"] or [])
+        has_card = title is not None or bool(spec) or bool(refs)
+        if item_id is not None and has_card:
+            raise InvalidInput(
+                "item_id: give item_id or a card (title, spec, references), not both", "item_id"
+            )
+        if item_id is None and not has_card:
+            raise InvalidInput("item_id: give item_id, or a card's title and spec", "item_id")
+        card = None if item_id is not None else Card(title or "", spec, tuple(refs))
+        searcher = await access.searcher()
+        settings = searcher.settings
+        principal = await access.principal(ctx, searcher)
+        deadline = Deadline(settings.deadline_s)
+        resp = await run_blocking(
+            lambda: searcher.related(
+                principal, item_id=item_id, card=card, limit=cap, deadline=deadline
+            ),
+            deadline=deadline,
+        )
+    except SuliError as e:
+        return failure(e)
+    body = tool_body(resp, cap, notes, settings.max_response_bytes)
+    access.record("mcp:library_related", body)
+    heading = f"library_related {item_id}" if item_id else f"library_related card {title!r}"
+    return success(heading, body)
+
+
+SEARCH_ARGS = (
+    "query",
+    "kind",
+    "outcome",
+    "board",
+    "agent",
+    "station",
+    "tag",
+    "since",
+    "until",
+    "recent_days",
+    "regex",
+    "limit",
+    "max_results",
+)
+RELATED_ARGS = ("item_id", "title", "spec", "references", "limit", "max_results")
+
+
+def build_server(access: Access) -> MCPServer:
+    """The MCP server with both tools, answering for whoever `access` says is calling."""
+    server: MCPServer = MCPServer(
+        name="suli", title="Suli work library", instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+
+    async def library_search(
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                description="Words to find, in plain language (never query syntax). "
+                "Empty: browse the newest items matching the filters."
+            ),
+        ] = "",
+        kind: Annotated[Filter, Field(description="artifact or work-record.")] = None,
+        outcome: Annotated[
+            Filter,
+            Field(
+                description="approved, completed, in-progress, superseded, rejected, failed, "
+                "abandoned; several are OR-ed."
+            ),
+        ] = None,
+        board: Annotated[Filter, Field(description="Board id(s), e.g. brd_eng.")] = None,
+        agent: Annotated[
+            Filter, Field(description="Id(s) of the agent principal that made the item.")
+        ] = None,
+        station: Annotated[Filter, Field(description="Station id(s) or name(s).")] = None,
+        tag: Annotated[Filter, Field(description="Tag(s); any of them matches.")] = None,
+        since: Annotated[
+            str | None, Field(description="Last activity on or after this UTC date, YYYY-MM-DD.")
+        ] = None,
+        until: Annotated[
+            str | None, Field(description="Last activity on or before this UTC date, YYYY-MM-DD.")
+        ] = None,
+        recent_days: Annotated[
+            int | None,
+            Field(
+                description="Only items active in the last N days (1 to 3650); not with since.",
+                json_schema_extra={"minimum": 1, "maximum": 3650},
+            ),
+        ] = None,
+        regex: Annotated[
+            str | None,
+            Field(
+                description="Regular expression the title or body must match (case-insensitive)."
+            ),
+        ] = None,
+        limit: Limit = None,
+        max_results: MaxResults = None,
+    ) -> Annotated[CallToolResult, ToolSearchOut]:
+        """Search the work library by words and meaning; with no words, browse newest first.
+
+        Use it before starting a task to find prior work, decisions, specs and runbooks.
+        Results are ranked by relevance, then by how the work turned out: approved and
+        completed items come first; superseded, rejected, failed and abandoned ones rank lower
+        but are still shown, so read `outcome` before reusing one. A superseded result names its
+        replacement in `superseded_by` when you may see it: prefer the replacement.
+
+        Filters combine with AND; several values of one filter (a list or "a,b") combine with
+        OR. You only ever see items your token may see.
+
+        Returns up to `limit` results (default 10, at most 25). Each has id, title, kind,
+        outcome, scope (workspace, board or personal), snippet (matched words in <mark>), url,
+        superseded_by and provenance. `has_more` says more matched than were returned; `notes`
+        explain which cap applied; `degraded` names a search leg that failed (results may then
+        miss meaning-only matches). Call library_related with an id to find connected work.
+        """
+        args = {
+            "query": query,
+            "kind": kind,
+            "outcome": outcome,
+            "board": board,
+            "agent": agent,
+            "station": station,
+            "tag": tag,
+            "since": since,
+            "until": until,
+            "recent_days": recent_days,
+            "regex": regex,
+            "limit": limit,
+            "max_results": max_results,
+        }
+        return await library_search_impl(access, ctx, args)
+
+    async def library_related(
+        ctx: Context,
+        item_id: Annotated[
+            str | None, Field(description="Id of a visible item (e.g. from library_search).")
+        ] = None,
+        title: Annotated[
+            str | None, Field(description="A card's title, for work that has no item yet.")
+        ] = None,
+        spec: Annotated[str, Field(description="A card's spec or description text.")] = "",
+        references: Annotated[
+            list[str] | None,
+            Field(description="Item ids or URLs the card refers to; they rank first."),
+        ] = None,
+        limit: Limit = None,
+        max_results: MaxResults = None,
+    ) -> Annotated[CallToolResult, ToolSearchOut]:
+        """Find work related to an item, or to a card you are writing (nothing is stored).
+
+        Give either `item_id`, or a card: `title` and/or `spec`, optionally `references`.
+        Items the source refers to directly come first (and, for an item, items that refer to
+        it), then items similar in words and meaning; the item itself is left out. The result
+        has the same shape as library_search: ids, titles, outcomes, snippets, urls,
+        superseded_by, has_more, notes, degraded, truncated and timings.
+        """
+        args = {
+            "item_id": item_id,
+            "title": title,
+            "spec": spec,
+            "references": references,
+            "limit": limit,
+            "max_results": max_results,
+        }
+        return await library_related_impl(access, ctx, args)
+
+    for fn, hints in ((library_search, READ_ONLY), (library_related, RELATED_READ_ONLY)):
+        server.add_tool(
+            fn,
+            name=fn.__name__,
+            title=hints.title,
+            description=inspect.cleandoc(fn.__doc__ or ""),
+            annotations=hints,
+            structured_output=True,
+        )
+    return server
+
+
+# ---- streamable HTTP in the service ------------------------------------------------------
+
+
+def _bearer(scope: Scope) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+    return None
+
+
+class McpEndpoint:
+    """ASGI endpoint at /mcp: bearer auth and rate limit, then the SDK's streamable HTTP.
+
+    Stateless with JSON responses: every POST stands alone (so several uvicorn workers work
+    without sticky sessions) and its principal comes from its own bearer token.
+    """
+
+    def __init__(self, server: MCPServer, runtime: Runtime) -> None:
+        self.server = server
+        self.runtime = runtime
+        self._handle: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run a fresh session manager for one app lifespan (the SDK's runs only once)."""
+        self.server.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            # Auth is a bearer header only (no cookie), which a DNS-rebinding page cannot
+            # send, so the Host allow-list (which would refuse every non-loopback name) is off.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        manager = self.server.session_manager
+        async with manager.run():
+            self._handle = manager.handle_request
+            try:
+                yield
+            finally:
+                self._handle = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        deadline = Deadline(self.runtime.settings.deadline_s)
+        try:
+            if self._handle is None:
+                raise BackendUnavailable(
+                    "the MCP endpoint is not running (app lifespan not started)"
+                )
+            token = _bearer(scope)
+            if token is None:
+                raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
+            searcher = await run_blocking(self.runtime.searcher, deadline=deadline)
+            principal, _ = await run_blocking(
+                authenticate, searcher.backend, token, deadline=deadline
+            )
+            self.runtime.limiter.check(principal.id)
+        except SuliError as e:
+            self.runtime.metrics.rejected.labels(code=e.code).inc()
+            response = suli_error_response(e)
+            if isinstance(e, Unauthorized):
+                response.headers["WWW-Authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+        await self._handle({**scope, PRINCIPAL_KEY: principal}, receive, send)
+
+
+def mount(app: FastAPI) -> None:
+    """Serve the MCP tools at /mcp over streamable HTTP, started and stopped with the app."""
+    runtime: Runtime = app.state.runtime
+    endpoint = McpEndpoint(build_server(HttpAccess(runtime)), runtime)
+    app.add_route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with inner(a) as state, endpoint.running():
+            yield state
+
+    app.router.lifespan_context = lifespan
+
+
+def run_stdio(searcher: Searcher, token: str) -> None:
+    """Serve both tools on stdin/stdout for the token's principal until the client hangs up."""
+    build_server(TokenAccess(searcher, token)).run("stdio")
