@@ -100,8 +100,7 @@ def _verified(path: Path, sha256: str, requirement: str) -> Path:
             digest.update(chunk)
     if digest.hexdigest() != sha256:
         raise ModelUnavailable(
-            f"{path} has sha256 {digest.hexdigest()}, expected {sha256} "
-            f"(reinstall '{requirement}')"
+            f"{path} has sha256 {digest.hexdigest()}, expected {sha256} (reinstall '{requirement}')"
         )
     return path
 
@@ -328,7 +327,8 @@ class CachedEmbedder:
         items = _text_list(texts)
         out = np.empty((len(items), self.dimension), dtype=np.float32)
         misses: dict[str, list[int]] = {}  # each distinct missing text -> its positions
-        for i, (text, vec) in enumerate(zip(items, self.cache.get_many(self.name, items))):
+        cached = self.cache.get_many(self.name, items)
+        for i, (text, vec) in enumerate(zip(items, cached, strict=True)):
             if vec is not None and vec.shape == (self.dimension,):
                 out[i] = vec
             else:
@@ -341,7 +341,7 @@ class CachedEmbedder:
             inner_progress = None if on_progress is None else lambda n: on_progress(hits + n)
             vectors = self.inner.embed_documents(todo, on_progress=inner_progress)
             self.cache.put_many(self.name, todo, vectors)
-            for text, vec in zip(todo, vectors):
+            for text, vec in zip(todo, vectors, strict=True):
                 out[misses[text]] = vec
             if on_progress is not None and hits + len(todo) < len(items):
                 on_progress(len(items))  # duplicates of a miss count as done too
