@@ -6,13 +6,15 @@ models do not name (vectors, ACLs, uploader, hidden fields) can be serialized by
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 MAX_LIMIT = 25
 MAX_BATCH = 1000  # items per ingestion request: bounded so one request's work stays bounded
 Timings = dict[str, float]
+# An item id or URL: never blank (an empty id is no reference, and OpenSearch refuses it).
+Reference = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
 
 
 class _In(BaseModel):
@@ -77,7 +79,7 @@ class RelatedBody(_In):
     item_id: str | None = Field(None, max_length=128)
     title: str | None = Field(None, max_length=1000)
     spec: str = Field("", max_length=100_000)
-    references: list[str] = Field(default_factory=list, max_length=500)
+    references: list[Reference] = Field(default_factory=list, max_length=500)
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     explain: bool = False
 
