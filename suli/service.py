@@ -373,7 +373,9 @@ class Searcher:
             raise InvalidInput("title: a card needs a title or a spec", "title")
         exclude = (item_id,) if item_id else ()
         refs = [r for r in card.references if r not in exclude]
-        direct = self.backend.get_many(vis, refs) if refs else {}
+        # get_many returns hidden items too (a direct lookup may name them); related may not.
+        found = self.backend.get_many(vis, refs) if refs else {}
+        direct = {k: v for k, v in found.items() if not v.hidden}
         prefer = [direct[r] for r in refs if r in direct]
         if item_id:
             prefer += [
@@ -382,9 +384,10 @@ class Searcher:
         text = " ".join((card.title + " " + card.spec).split()[:RELATED_QUERY_WORDS])
         req = SearchRequest(query=text, limit=limit, explain=explain)
         if not words(text):
-            return SearchResponse(
-                tuple(self._result(i, 0.0, clip(i.body), None) for i in prefer[:limit]),
-                len(prefer),
-                ph.done(),
-            )
+            results = [
+                self._result(i, 0.0, clip(i.body or i.caption), None) for i in prefer[:limit]
+            ]
+            # The same check as every other path: name a replacement only if it is visible.
+            results = self._resolve_superseded(vis, results)
+            return SearchResponse(tuple(results), len(prefer), ph.done())
         return self._search(vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)
