@@ -174,7 +174,9 @@ class OpenSearchBackend:
             if "error" in r:
                 err = r["error"]
                 reason = err.get("reason") if isinstance(err, dict) else str(err)
-                if leg == "text" and "regexp" in str(err):
+                # With a regex, a 400 in either leg comes from the user's pattern (Lucene's
+                # dialect refuses some patterns Python accepts, e.g. "a{2"): bad input, not a fault.
+                if query.regex and (r.get("status") == 400 or "regexp" in str(err)):
                     raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
                 errors[leg] = (
                     f"{err.get('type', 'error') if isinstance(err, dict) else 'error'}: {reason}"
@@ -212,9 +214,16 @@ class OpenSearchBackend:
         timeout_s: float | None = None,
         regex: str | None = None,
     ) -> tuple[list[Item], int]:
-        r = self._search(
-            bodies.browse_body(vis, filters, limit, regex), "browse", timeout_s=timeout_s
-        )
+        try:
+            r = self._search(
+                bodies.browse_body(vis, filters, limit, regex), "browse", timeout_s=timeout_s
+            )
+        except opensearchpy.RequestError as e:
+            if regex:  # the only user-made part of a browse body that OpenSearch can refuse
+                raise InvalidInput(
+                    "regex: pattern is too complex or not valid here", "regex"
+                ) from e
+            raise
         items = [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
         return items, int(r["hits"]["total"]["value"])
 
