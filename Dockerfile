@@ -15,9 +15,6 @@ COPY indexer ./indexer
 COPY devcluster ./devcluster
 COPY mappings ./mappings
 RUN pip install .
-# `mappings` is imported as a top-level package but pyproject's package list leaves it out:
-# keep the source tree importable so the installed `suli` finds it.
-ENV PYTHONPATH=/app
 
 RUN useradd --create-home --uid 10001 suli
 USER suli
