@@ -1,0 +1,184 @@
+"""Search latency of the embedded SQLite backend on synthetic items, with a visibility mix.
+
+Run from the repo root: .venv/bin/python -m bench.embedded [--sizes 10000 100000] [--queries 200]
+Items get seeded random unit vectors (384 dimensions, MiniLM's) and Zipf-distributed words;
+a third of them sit on boards (the searching principal is on a fifth of the boards), a tenth
+are personal uploads, a tenth belong to another workspace, and 2% are hidden.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from suli.backends.base import LegQuery
+from suli.backends.embedded import EmbeddedBackend
+from suli.models import Filters, Item
+from suli.text import ENGLISH_STOPWORDS, only_common_words
+from suli.visibility import Visibility
+
+DIM = 384
+VOCAB = 20_000
+BOARDS = 50
+BATCH = 2_000
+NO_FILTERS = Filters()
+
+
+def vocabulary(rng: np.random.Generator) -> list[str]:
+    """English stop words as the most frequent words (as in real text), then random words."""
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    made = {"".join(rng.choice(letters, size=rng.integers(3, 10))) for _ in range(VOCAB * 2)}
+    common = sorted(ENGLISH_STOPWORDS)
+    return common + sorted(made - ENGLISH_STOPWORDS)[: VOCAB - len(common)]
+
+
+class Corpus:
+    """Seeded synthetic items and queries: word frequencies follow Zipf's law, like real text."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.words = vocabulary(self.rng)
+        weights = 1 / np.arange(1, len(self.words) + 1)
+        self.cdf = np.cumsum(weights) / weights.sum()
+
+    def text(self, n: int) -> str:
+        picks = np.minimum(np.searchsorted(self.cdf, self.rng.random(n)), len(self.words) - 1)
+        return " ".join(self.words[i] for i in picks)
+
+    def vectors(self, n: int) -> np.ndarray:
+        v = self.rng.standard_normal((n, DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def item(self, i: int) -> Item:
+        r = self.rng.random()
+        board = uploader = None
+        if r < 0.33:
+            board = f"brd_{self.rng.integers(BOARDS)}"
+        elif r < 0.43:
+            uploader = "prn_me" if self.rng.random() < 0.3 else f"prn_{self.rng.integers(100)}"
+        workspace = "ws_other" if self.rng.random() < 0.1 else "ws_main"
+        return Item(
+            id=f"itm_{i:07d}",
+            workspace=workspace,
+            title=self.text(6),
+            body=self.text(int(self.rng.integers(40, 160))),
+            board=board,
+            uploader=uploader,
+            outcome=str(self.rng.choice(["approved", "completed", "in-progress", "failed"])),
+            tags=tuple(self.text(1) for _ in range(int(self.rng.integers(0, 3)))),
+            last_activity_at=datetime(2025, 1, 1, tzinfo=UTC) + timedelta(minutes=int(i)),
+            hidden=bool(self.rng.random() < 0.02),
+        )
+
+
+def load(backend: EmbeddedBackend, corpus: Corpus, n: int) -> float:
+    t0 = time.perf_counter()
+    for start in range(0, n, BATCH):
+        size = min(BATCH, n - start)
+        vecs = corpus.vectors(size)
+        items = [corpus.item(start + j) for j in range(size)]
+        backend.upsert(list(zip(items, vecs, strict=True)))
+    return time.perf_counter() - t0
+
+
+def timed(fn: Callable[[], object], repeats: int) -> list[tuple[float, float]]:
+    """(wall ms, CPU ms) per call: CPU time shows the work when other jobs share the cores."""
+    out = []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        out.append(((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000))
+    return out
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
+
+
+def summary(name: str, runs: list[tuple[float, float]]) -> str:
+    wall, cpu = [w for w, _ in runs], [c for _, c in runs]
+    return (
+        f"  {name:<28} p50 {statistics.median(wall):7.1f} ms   p99 {_pct(wall, 0.99):7.1f} ms"
+        f"   (CPU p50 {statistics.median(cpu):6.1f} ms)"
+    )
+
+
+def run(n: int, queries: int, seed: int, workdir: Path) -> None:
+    """Load (or reuse) n items, then time each kind of read."""
+    corpus = Corpus(seed)
+    path = workdir / f"bench-{n}-seed{seed}.db"
+    backend = EmbeddedBackend(path, DIM)
+    if backend.count() == n:  # kept from an earlier run with --dir: same seed, same items
+        for start in range(0, n, BATCH):  # advance the generator exactly as load() does
+            size = min(BATCH, n - start)
+            corpus.vectors(size)
+            for j in range(size):
+                corpus.item(start + j)
+        print(f"{n} items: reusing {path} ({path.stat().st_size / 1e6:.0f} MB)")
+    else:
+        secs = load(backend, corpus, n)
+        size = path.stat().st_size / 1e6
+        print(f"{n} items: loaded in {secs:.1f} s ({n / secs:.0f} items/s), file {size:.0f} MB")
+    vis = Visibility("ws_main", "prn_me", frozenset(f"brd_{i}" for i in range(0, BOARDS, 5)))
+    texts = [corpus.text(int(corpus.rng.integers(1, 4))) for _ in range(queries)]
+    qvecs = corpus.vectors(queries)
+
+    t0 = time.perf_counter()
+    backend.search(LegQuery(vis, Filters(), None, qvecs[0], 100))  # builds the vector matrix
+    print(f"  vector matrix load (cold)    {(time.perf_counter() - t0) * 1000:7.1f} ms")
+
+    def legs(text: bool, vector: bool, filters: Filters = NO_FILTERS) -> list[tuple[float, float]]:
+        out: list[tuple[float, float]] = []
+        for i in range(queries):
+            fields = "plain" if only_common_words(texts[i]) else "stemmed"
+            q = LegQuery(
+                vis,
+                filters,
+                texts[i] if text else None,
+                qvecs[i] if vector else None,
+                100,
+                text_fields=fields,
+            )
+            out += timed(lambda q=q: backend.search(q), 1)
+        return out
+
+    print(summary("hybrid search (both legs)", legs(True, True)))
+    print(summary("text leg only", legs(True, False)))
+    print(summary("vector leg only", legs(False, True)))
+    print(
+        summary(
+            "hybrid, outcome+tag filter",
+            legs(True, True, Filters(outcomes=("approved",), tags=(corpus.words[0],))),
+        )
+    )
+    print(summary("browse (no words)", timed(lambda: backend.browse(vis, Filters(), 10), 20)))
+    print(summary("facets", timed(lambda: backend.facets(vis, Filters()), 10)))
+    print(
+        f"  load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
+    )
+    backend.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--dir", type=Path, help="keep the store files here and reuse them next time")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="suli-bench-") as d:
+        for n in args.sizes:
+            run(n, args.queries, args.seed, args.dir or Path(d))
+
+
+if __name__ == "__main__":
+    main()

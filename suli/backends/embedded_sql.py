@@ -1,0 +1,281 @@
+"""Pure SQL pieces of the embedded backend: schema, filters, FTS5 match expressions, rows <-> items."""
+
+from __future__ import annotations
+
+import html
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from suli.backends.base import TextFields
+from suli.models import Filters, Item, Station
+from suli.text import ENGLISH_STOPWORDS, words
+from suli.visibility import Visibility
+
+SCHEMA_VERSION = 1
+FTS_TABLES: dict[TextFields, str] = {"stemmed": "fts_stem", "plain": "fts_plain"}
+# Same tokens as OpenSearch's fields: "english" (Porter stems) and "suli_plain" (every word);
+# remove_diacritics 2 plays the part of asciifolding.
+TOKENIZERS: dict[TextFields, str] = {
+    "stemmed": "porter unicode61 remove_diacritics 2",
+    "plain": "unicode61 remove_diacritics 2",
+}
+FTS_COLUMNS = ("title", "body", "caption", "path", "tags_text")
+# Column weights of TEXT_FIELDS in opensearch_bodies: title 3, tags 2, the others 1.
+BM25_WEIGHTS = (3.0, 1.0, 1.0, 1.0, 2.0)
+# Highlighted columns (FTS column index) in the order ordered_highlights gives: body first.
+HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
+# The facets of opensearch_bodies.FACET_FIELDS, in the same order.
+FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
+SNIPPET_TOKENS = 24  # about the 160 characters of OpenSearch's fragment_size
+# Private-use code points mark a hit inside snippet(); the text around them is HTML-escaped
+# afterwards, then they become <mark> tags (the same contract as OpenSearch's encoder: html).
+MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
+
+ITEM_COLUMNS = (
+    "id", "workspace", "kind", "scope", "outcome", "board", "uploader", "agent", "title", "body",
+    "caption", "path", "tags", "tags_text", "stations", "superseded_by", "refs", "media_type",
+    "url", "provenance", "created_at", "updated_at", "last_activity_at", "last_ts", "hidden",
+)  # fmt: skip
+
+
+def schema(dimension: int) -> list[str]:
+    """DDL of a fresh store; FTS tables index the items table as external content."""
+    fts_cols = ", ".join(FTS_COLUMNS)
+    new_vals = ", ".join(f"new.{c}" for c in FTS_COLUMNS)
+    old_vals = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
+    ddl = [
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS items (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL, kind TEXT NOT NULL,
+            scope TEXT NOT NULL, outcome TEXT, board TEXT, uploader TEXT, agent TEXT,
+            title TEXT NOT NULL, body TEXT NOT NULL, caption TEXT NOT NULL, path TEXT NOT NULL,
+            tags TEXT NOT NULL, tags_text TEXT NOT NULL, stations TEXT NOT NULL,
+            superseded_by TEXT, refs TEXT NOT NULL, media_type TEXT NOT NULL, url TEXT NOT NULL,
+            provenance TEXT NOT NULL, created_at TEXT, updated_at TEXT, last_activity_at TEXT,
+            last_ts REAL, hidden INTEGER NOT NULL)""",
+        # Vectors apart from the rows, so loading them all for the matrix cache reads no text.
+        f"""CREATE TABLE IF NOT EXISTS vectors (
+            rowid INTEGER PRIMARY KEY,
+            vector BLOB NOT NULL CHECK (length(vector) = {4 * dimension}))""",
+        # Covers the visibility rule, so the candidate rows of a vector search are found
+        # without reading item bodies.
+        """CREATE INDEX IF NOT EXISTS items_vis
+            ON items (workspace, scope, board, uploader, hidden, kind, outcome, agent, last_ts)""",
+        "CREATE INDEX IF NOT EXISTS items_recent ON items (workspace, last_ts DESC, id)",
+        "CREATE TABLE IF NOT EXISTS item_tags (item INTEGER NOT NULL, tag TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS item_tags_tag ON item_tags (tag, item)",
+        "CREATE INDEX IF NOT EXISTS item_tags_item ON item_tags (item)",
+        """CREATE TABLE IF NOT EXISTS item_stations
+            (item INTEGER NOT NULL, station_id TEXT NOT NULL, name TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS item_stations_id ON item_stations (station_id, item)",
+        "CREATE INDEX IF NOT EXISTS item_stations_name ON item_stations (name, item)",
+        "CREATE INDEX IF NOT EXISTS item_stations_item ON item_stations (item)",
+        "CREATE TABLE IF NOT EXISTS item_refs (item INTEGER NOT NULL, ref TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS item_refs_ref ON item_refs (ref, item)",
+        "CREATE INDEX IF NOT EXISTS item_refs_item ON item_refs (item)",
+        """CREATE TABLE IF NOT EXISTS acls (board TEXT PRIMARY KEY, workspace TEXT NOT NULL,
+            name TEXT NOT NULL, members TEXT NOT NULL, groups_ TEXT NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS acls_workspace ON acls (workspace)",
+        """CREATE TABLE IF NOT EXISTS principals (id TEXT PRIMARY KEY, workspace TEXT NOT NULL,
+            kind TEXT NOT NULL, groups_ TEXT NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, principal_id TEXT NOT NULL,
+            admin INTEGER NOT NULL, created_at TEXT NOT NULL)""",
+    ]
+    for flavour, table in FTS_TABLES.items():
+        ddl += [
+            f"""CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5({fts_cols},
+                content='items', content_rowid='rowid', tokenize='{TOKENIZERS[flavour]}')""",
+            f"""CREATE TRIGGER IF NOT EXISTS {table}_ai AFTER INSERT ON items BEGIN
+                INSERT INTO {table}(rowid, {fts_cols}) VALUES (new.rowid, {new_vals}); END""",
+            f"""CREATE TRIGGER IF NOT EXISTS {table}_ad AFTER DELETE ON items BEGIN
+                INSERT INTO {table}({table}, rowid, {fts_cols})
+                VALUES ('delete', old.rowid, {old_vals}); END""",
+            f"""CREATE TRIGGER IF NOT EXISTS {table}_au AFTER UPDATE OF {fts_cols} ON items BEGIN
+                INSERT INTO {table}({table}, rowid, {fts_cols})
+                VALUES ('delete', old.rowid, {old_vals});
+                INSERT INTO {table}(rowid, {fts_cols}) VALUES (new.rowid, {new_vals}); END""",
+        ]
+    return ddl
+
+
+# ---- filters ----------------------------------------------------------------------------------
+
+
+def _in(column: str, values: Sequence[str]) -> tuple[str, list[Any]]:
+    return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+
+def visibility_sql(vis: Visibility) -> tuple[str, list[Any]]:
+    """DESIGN section 2 as one WHERE term: workspace AND (workspace-wide OR my board OR mine)."""
+    ors = ["i.scope = 'workspace'"]
+    params: list[Any] = [vis.workspace]
+    if vis.boards:
+        clause, ps = _in("i.board", sorted(vis.boards))
+        ors.append(clause)
+        params += ps
+    ors.append("(i.scope = 'personal' AND i.uploader = ?)")
+    params.append(vis.principal_id)
+    return f"(i.workspace = ? AND ({' OR '.join(ors)}))", params
+
+
+def day_start(d: date) -> float:
+    """Epoch seconds of 00:00 UTC on d."""
+    return datetime.combine(d, time(), tzinfo=UTC).timestamp()
+
+
+def where(
+    vis: Visibility, filters: Filters, regex: str | None = None, *, hidden_ok: bool = False
+) -> tuple[str, list[Any]]:
+    """Every filter of a request over the items table aliased `i`, visibility first."""
+    sql, params = visibility_sql(vis)
+    terms = [sql]
+    for column, values in (
+        ("i.kind", filters.kinds),
+        ("i.outcome", filters.outcomes),
+        ("i.board", filters.boards),
+        ("i.agent", filters.agents),
+    ):
+        if values:
+            clause, ps = _in(column, values)
+            terms.append(clause)
+            params += ps
+    if filters.stations:
+        by_id, ps1 = _in("station_id", filters.stations)
+        by_name, ps2 = _in("name", filters.stations)
+        terms.append(f"i.rowid IN (SELECT item FROM item_stations WHERE {by_id} OR {by_name})")
+        params += ps1 + ps2
+    if filters.tags:
+        clause, ps = _in("tag", filters.tags)
+        terms.append(f"i.rowid IN (SELECT item FROM item_tags WHERE {clause})")
+        params += ps
+    if filters.since:
+        terms.append("i.last_ts >= ?")
+        params.append(day_start(filters.since))
+    if filters.until:  # inclusive: everything before the start of the next UTC day
+        terms.append("i.last_ts < ?")
+        params.append(day_start(filters.until + timedelta(days=1)))
+    if not (filters.include_hidden or hidden_ok):
+        terms.append("i.hidden = 0")
+    if filters.exclude_ids:
+        clause, ps = _in("i.id", filters.exclude_ids)
+        terms.append(f"NOT {clause}")
+        params += ps
+    if regex:
+        terms.append("suli_regex(?, i.title, i.body)")
+        params.append(regex)
+    return " AND ".join(terms), params
+
+
+# ---- full text --------------------------------------------------------------------------------
+
+
+def match_expression(text: str, flavour: TextFields) -> str | None:
+    """An FTS5 MATCH string of quoted words, OR-joined; None when no word is left.
+
+    Words come from suli.text.words (\\w+ runs), so they hold no quote and no FTS5 syntax;
+    quoting them anyway makes AND/OR/NEAR/* plain words.
+    """
+    ws = words(text)
+    if flavour == "stemmed":
+        ws = [w for w in ws if w not in ENGLISH_STOPWORDS]
+    unique = list(dict.fromkeys(ws))
+    if not unique:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+
+
+def highlight_html(fragment: str) -> str | None:
+    """A snippet() fragment as HTML with <mark> tags; None when it marks no hit."""
+    if MARK_OPEN not in fragment:
+        return None
+    escaped = html.escape(fragment, quote=False)
+    return escaped.replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>")
+
+
+def bm25_call(table: str) -> str:
+    """FTS5's bm25() with the column weights (negative: lower is better)."""
+    return f"bm25({table}, {', '.join(map(str, BM25_WEIGHTS))})"
+
+
+def snippet_columns(table: str) -> str:
+    """The snippet() calls of the highlighted columns, in HIGHLIGHT_COLUMNS order."""
+    return ", ".join(
+        f"snippet({table}, {col}, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS})"
+        for _, col in HIGHLIGHT_COLUMNS
+    )
+
+
+# ---- rows <-> items ---------------------------------------------------------------------------
+
+
+def _iso(d: datetime | None) -> str | None:
+    if d is None:
+        return None
+    return (d if d.tzinfo else d.replace(tzinfo=UTC)).isoformat().replace("+00:00", "Z")
+
+
+def _dt(v: str | None) -> datetime | None:
+    return datetime.fromisoformat(v.replace("Z", "+00:00")) if v else None
+
+
+def _ts(d: datetime | None) -> float | None:
+    if d is None:
+        return None
+    return (d if d.tzinfo else d.replace(tzinfo=UTC)).timestamp()
+
+
+def item_row(item: Item) -> tuple[Any, ...]:
+    """Values for ITEM_COLUMNS; binaries keep no body (as in the OpenSearch document)."""
+    return (
+        item.id, item.workspace, item.kind, item.scope, item.outcome, item.board, item.uploader,
+        item.agent, item.title, "" if item.is_binary else item.body, item.caption, item.path,
+        json.dumps(list(item.tags)), "\n".join(item.tags),
+        json.dumps([{"id": s.id, "name": s.name} for s in item.stations]),
+        item.superseded_by, json.dumps(list(item.references)), item.media_type, item.url,
+        json.dumps(item.provenance), _iso(item.created_at), _iso(item.updated_at),
+        _iso(item.last_activity_at), _ts(item.last_activity_at), int(item.hidden),
+    )  # fmt: skip
+
+
+def _list(raw: str) -> list[Any]:
+    return [] if raw == "[]" else json.loads(raw)  # most lists are empty: skip the parser
+
+
+SELECT_ITEM = "i.rowid, " + ", ".join(f"i.{c}" for c in ITEM_COLUMNS if c != "tags_text")
+
+
+def row_item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
+    """An Item from a row selected with SELECT_ITEM (first column: rowid)."""
+    (
+        _rowid, id_, workspace, kind, _scope, outcome, board, uploader, agent, title, body,
+        caption, path, tags, stations, superseded_by, refs, media_type, url, provenance,
+        created_at, updated_at, last_activity_at, _last_ts, hidden,
+    ) = row  # fmt: skip
+    return Item(
+        id=id_,
+        workspace=workspace,
+        kind=kind,
+        title=title,
+        body=body,
+        outcome=outcome,
+        board=board,
+        uploader=uploader,
+        agent=agent,
+        stations=tuple(Station(s["id"], s["name"]) for s in _list(stations)),
+        superseded_by=superseded_by,
+        references=tuple(_list(refs)),
+        tags=tuple(_list(tags)),
+        media_type=media_type,
+        path=path,
+        caption=caption,
+        provenance={} if provenance == "{}" else json.loads(provenance),
+        created_at=_dt(created_at),
+        updated_at=_dt(updated_at),
+        last_activity_at=_dt(last_activity_at),
+        url=url,
+        hidden=bool(hidden),
+    )

@@ -1,0 +1,50 @@
+"""The backend contract suite against the embedded SQLite backend (a fresh file per world)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from suli.backends.embedded import EmbeddedBackend
+from suli.embedding import Embedder
+from suli.models import BoardAcl, Item, Principal
+from suli.settings import Settings
+
+from .helpers import KeyedEmbedder, MakeSearcher, World
+from .suite import BackendContract
+
+
+class TestEmbeddedContract(BackendContract):
+    """No service needed: the `contract` mark comes from BackendContract."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def make_searcher(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeSearcher]:
+        made: list[EmbeddedBackend] = []
+        folder = tmp_path_factory.mktemp("embedded")
+
+        def make(
+            items: Iterable[Item] = (),
+            principals: Iterable[Principal] = (),
+            acls: Iterable[BoardAcl] = (),
+            *,
+            embedder: Embedder | None = None,
+            **overrides: Any,
+        ) -> World:
+            emb = embedder or KeyedEmbedder()
+            path = folder / f"{uuid4().hex}.db"
+            settings = Settings(
+                backend="embedded", embedded_path=path, embedder="fake", **overrides
+            )
+            backend = EmbeddedBackend(settings.sqlite_path, emb.dimension, model=emb.name)
+            made.append(backend)
+            world = World(backend, emb, settings, backend.refresh)
+            world.load(items, principals, acls)
+            return world
+
+        yield make
+        for backend in made:
+            backend.close()
