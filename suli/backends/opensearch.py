@@ -34,6 +34,7 @@ T = TypeVar("T")
 RETRY_STATUSES = {429, 502, 503, 504}  # transient: re-send; any other item error is a rejection
 BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on an item
 BULK_CHUNK = 500
+POOL_MAXSIZE = 32  # kept-alive connections per node (the service's thread pool is 40 wide)
 
 
 def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
@@ -53,6 +54,10 @@ def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
         max_retries=max_retries,
         retry_on_timeout=False,
         http_compress=False,
+        # One pooled connection per concurrent caller: the query service runs searches in a
+        # thread pool, and urllib3's default pool of 1 would open (and drop) a new TCP
+        # connection for nearly every concurrent request.
+        pool_maxsize=POOL_MAXSIZE,
     )
 
 
