@@ -65,8 +65,13 @@ class Metrics:
 
 
 def server_timing(timings_ms: Mapping[str, float]) -> str:
-    """{'embed': 3.2, 'total': 9.1} -> 'embed;dur=3.2, total;dur=9.1' (W3C Server-Timing)."""
-    return ", ".join(f"{name};dur={ms:g}" for name, ms in timings_ms.items())
+    """{'embed': 3.2, 'total': 9.1} -> 'embed;dur=3.2, total;dur=9.1' (W3C Server-Timing).
+
+    Plain decimals (never exponent notation, which the header's number grammar does not allow).
+    """
+    return ", ".join(
+        f"{name};dur={ms:.3f}".rstrip("0").rstrip(".") for name, ms in timings_ms.items()
+    )
 
 
 class MetricsMiddleware:
