@@ -314,8 +314,13 @@ class OpenSearchBackend:
                         )
                     )
                     # streaming_bulk swallows connection errors per chunk: surface them here.
+                    # A read timeout is one too (its status is "TIMEOUT", not "N/A"); the
+                    # re-send is safe because index and delete by _id are idempotent.
                     for ok, info in results:
                         op = next(iter(info.values()))
+                        exc = op.get("exception")
+                        if not ok and isinstance(exc, opensearchpy.ConnectionError):
+                            raise exc
                         if not ok and op.get("status") == "N/A":
                             raise opensearchpy.ConnectionError("N/A", str(op.get("error")), None)
             for ok, info in results:
