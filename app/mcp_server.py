@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
+from starlette.routing import Route
 
 from app.mcp_http import PRINCIPAL_KEY, McpEndpoint
 from app.mcp_tools import (
@@ -338,7 +339,10 @@ def mount(app: FastAPI) -> None:
     """Serve the MCP tools at /mcp over streamable HTTP, started and stopped with the app."""
     runtime: Runtime = app.state.runtime
     endpoint = McpEndpoint(build_server(HttpAccess(runtime)), runtime)
-    app.add_route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    # A plain ASGI route (not a FastAPI endpoint): the SDK reads the request body itself.
+    app.router.routes.append(
+        Route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+    )
     inner = app.router.lifespan_context
 
     @asynccontextmanager
