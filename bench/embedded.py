@@ -53,6 +53,14 @@ class Corpus:
         picks = np.minimum(np.searchsorted(self.cdf, self.rng.random(n)), len(self.words) - 1)
         return " ".join(self.words[i] for i in picks)
 
+    def query(self) -> str:
+        """1-3 words as people type them: content words, sometimes with a common word."""
+        content = [w for w in self.text(12).split() if w not in ENGLISH_STOPWORDS]
+        words = content[: int(self.rng.integers(1, 4))] or [self.words[len(ENGLISH_STOPWORDS)]]
+        if self.rng.random() < 0.3:
+            words.insert(0, str(self.rng.choice(sorted(ENGLISH_STOPWORDS))))
+        return " ".join(words)
+
     def vectors(self, n: int) -> np.ndarray:
         v = self.rng.standard_normal((n, DIM)).astype(np.float32)
         return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -129,7 +137,7 @@ def run(n: int, queries: int, seed: int, workdir: Path) -> None:
         size = path.stat().st_size / 1e6
         print(f"{n} items: loaded in {secs:.1f} s ({n / secs:.0f} items/s), file {size:.0f} MB")
     vis = Visibility("ws_main", "prn_me", frozenset(f"brd_{i}" for i in range(0, BOARDS, 5)))
-    texts = [corpus.text(int(corpus.rng.integers(1, 4))) for _ in range(queries)]
+    texts = [corpus.query() for _ in range(queries)]
     qvecs = corpus.vectors(queries)
 
     t0 = time.perf_counter()
@@ -157,9 +165,11 @@ def run(n: int, queries: int, seed: int, workdir: Path) -> None:
     print(
         summary(
             "hybrid, outcome+tag filter",
-            legs(True, True, Filters(outcomes=("approved",), tags=(corpus.words[0],))),
+            legs(True, True, Filters(outcomes=("approved",), tags=(corpus.words[len(ENGLISH_STOPWORDS)],))),
         )
     )
+    common = LegQuery(vis, NO_FILTERS, "the", qvecs[0], 100, text_fields="plain")
+    print(summary("common word only ('the')", timed(lambda: backend.search(common), 10)))
     print(summary("browse (no words)", timed(lambda: backend.browse(vis, Filters(), 10), 20)))
     print(summary("facets", timed(lambda: backend.facets(vis, Filters()), 10)))
     print(

@@ -5,16 +5,22 @@ from __future__ import annotations
 import html
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from typing import Any
 
-from suli.backends.base import TextFields
+import re2
+
+from suli.backends.base import Facets, TextFields
+from suli.errors import InvalidInput
 from suli.models import Filters, Item, Station
 from suli.text import ENGLISH_STOPWORDS, words
 from suli.visibility import Visibility
 
 SCHEMA_VERSION = 1
+REGEX_MAX_MEM = 8 << 20  # RE2's budget for one compiled pattern; larger ones are refused
 FTS_TABLES: dict[TextFields, str] = {"stemmed": "fts_stem", "plain": "fts_plain"}
 # Same tokens as OpenSearch's fields: "english" (Porter stems) and "suli_plain" (every word);
 # remove_diacritics 2 plays the part of asciifolding.
@@ -29,6 +35,7 @@ BM25_WEIGHTS = (3.0, 1.0, 1.0, 1.0, 2.0)
 HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 # The facets of opensearch_bodies.FACET_FIELDS, in the same order.
 FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
+FACET_SIZE = 100  # as the terms aggregations of the OpenSearch backend
 SNIPPET_TOKENS = 24  # about the 160 characters of OpenSearch's fragment_size
 # Private-use code points mark a hit inside snippet(); the text around them is HTML-escaped
 # afterwards, then they become <mark> tags (the same contract as OpenSearch's encoder: html).
@@ -170,6 +177,34 @@ def where(
     return " AND ".join(terms), params
 
 
+# ---- regex ------------------------------------------------------------------------------------
+
+
+def _re2_options() -> re2.Options:
+    opts = re2.Options()
+    opts.case_sensitive = False
+    opts.dot_nl = True  # like Lucene's regexp on the whole field: `.` crosses lines
+    opts.log_errors = False
+    opts.max_mem = REGEX_MAX_MEM
+    return opts
+
+
+@lru_cache(maxsize=64)
+def compile_regex(pattern: str) -> Any:
+    """A linear-time RE2 pattern: case-insensitive, found anywhere, `^`/`$` anchor the field."""
+    try:
+        return re2.compile(pattern, _re2_options())
+    except re2.error as e:
+        detail = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise InvalidInput(f"regex: invalid or too complex pattern ({detail})", "regex") from None
+
+
+def regex_sql(pattern: str, title: str | None, body: str | None) -> int:
+    """SQL function suli_regex(pattern, title, body): does the pattern occur in either?"""
+    rx = compile_regex(pattern)
+    return int(bool(rx.search(title or "")) or bool(rx.search(body or "")))
+
+
 # ---- full text --------------------------------------------------------------------------------
 
 
@@ -279,3 +314,67 @@ def row_item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
         url=url,
         hidden=bool(hidden),
     )
+
+
+# ---- facets and writes ------------------------------------------------------------------------
+
+
+def count_facets(c: sqlite3.Connection, where: str, params: list[Any]) -> Facets:
+    """Facet values and counts of the items passing WHERE (items aliased `i`), most first."""
+    counts: dict[str, Counter[str]] = {name: Counter() for name in FACET_NAMES}
+    # One pass over the visible rows for the one-valued fields: the distinct combinations
+    # are few, and the covering index holds every column read.
+    combos = c.execute(
+        f"SELECT i.kind, i.outcome, i.board, i.agent, count(*) FROM items i WHERE {where} "
+        "GROUP BY i.kind, i.outcome, i.board, i.agent",
+        params,
+    ).fetchall()
+    for *values, n in combos:
+        for name, v in zip(("kind", "outcome", "board", "agent"), values, strict=True):
+            if v is not None:
+                counts[name][v] += n
+    # Many-valued fields: an item counts once per value, however often it repeats it.
+    for name, sql in (
+        ("station", "SELECT s.name, count(DISTINCT s.item) FROM item_stations s "
+                    "JOIN items i ON i.rowid = s.item"),
+        ("tag", "SELECT t.tag, count(DISTINCT t.item) FROM item_tags t "
+                "JOIN items i ON i.rowid = t.item"),
+    ):  # fmt: skip
+        rows = c.execute(f"{sql} WHERE {where} GROUP BY 1", params).fetchall()
+        counts[name].update(dict(rows))
+    values = {
+        name: sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:FACET_SIZE]
+        for name, counter in counts.items()
+    }
+    return Facets(total=sum(n for *_, n in combos), values=values)
+
+
+_UPSERT = (
+    f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' * len(ITEM_COLUMNS))}) "
+    f"ON CONFLICT (id) DO UPDATE SET "
+    f"{', '.join(f'{col} = excluded.{col}' for col in ITEM_COLUMNS if col != 'id')} RETURNING rowid"
+)
+_SIDE_TABLES = ("item_tags", "item_stations", "item_refs")
+
+
+def write_item(c: sqlite3.Connection, item: Item, vector: bytes) -> None:
+    """Insert or replace one item, its list rows and its vector (the row keeps its rowid)."""
+    rowid = c.execute(_UPSERT, item_row(item)).fetchone()[0]
+    for table in _SIDE_TABLES:
+        c.execute(f"DELETE FROM {table} WHERE item = ?", (rowid,))
+    c.executemany("INSERT INTO item_tags VALUES (?, ?)", [(rowid, t) for t in item.tags])
+    c.executemany(
+        "INSERT INTO item_stations VALUES (?, ?, ?)", [(rowid, s.id, s.name) for s in item.stations]
+    )
+    c.executemany("INSERT INTO item_refs VALUES (?, ?)", [(rowid, r) for r in item.references])
+    c.execute("INSERT OR REPLACE INTO vectors (rowid, vector) VALUES (?, ?)", (rowid, vector))
+
+
+def delete_item(c: sqlite3.Connection, item_id: str) -> None:
+    """Remove an item with its list rows and vector (the FTS rows go by trigger)."""
+    row = c.execute("DELETE FROM items WHERE id = ? RETURNING rowid", (item_id,)).fetchone()
+    if row is None:
+        return
+    for table in _SIDE_TABLES:
+        c.execute(f"DELETE FROM {table} WHERE item = ?", (row[0],))
+    c.execute("DELETE FROM vectors WHERE rowid = ?", (row[0],))

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from suli.backends import embedded_sql
 from suli.backends.base import LegQuery
 from suli.backends.embedded import EmbeddedBackend
+from suli.backends.embedded_vectors import Matrix
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import KINDS, OUTCOMES, BoardAcl, Filters, Item, Principal, Station
 from suli.visibility import Visibility, can_see, visibility_for
@@ -436,6 +437,7 @@ def test_non_finite_vectors_are_rejected_with_a_reason(store: EmbeddedBackend) -
 def test_upsert_replaces_text_vector_and_lists(store: EmbeddedBackend) -> None:
     store.upsert([(Item("itm_u", "ws", "old words", tags=("t1",), references=("itm_a",)), axis(0))])
     vis = everyone()
+    assert store.facets(vis, Filters()).values["tag"] == [("t1", 1)]  # cached until the next write
     assert store.search(LegQuery(vis, Filters(), "old", axis(0), 5)).vector[
         0
     ].score == pytest.approx(1.0)
@@ -564,6 +566,32 @@ def test_searches_and_writes_from_many_threads(store: EmbeddedBackend) -> None:
         t.join()
     assert errors == []
     assert store.count() == 70
+
+
+def test_facets_follow_acl_changes_at_once(store: EmbeddedBackend) -> None:
+    store.upsert([(Item("itm_b", "ws", "on a board", board="brd_1", tags=("secret",)), axis(0))])
+    me = Principal("prn_me", "ws")
+    store.put_acls([BoardAcl("brd_1", "ws", members=("prn_other",))])
+    assert store.facets(visibility_for(me, store.acls("ws")), Filters()).total == 0
+    store.put_acls([BoardAcl("brd_1", "ws", members=("prn_me",))])
+    got = store.facets(visibility_for(me, store.acls("ws")), Filters())
+    assert got.total == 1 and got.values["tag"] == [("secret", 1)]
+
+
+@pytest.mark.parametrize("n_cand", [1, 5, 40, 200])
+def test_matrix_top_is_the_exact_nearest_among_candidates(n_cand: int) -> None:
+    rng = np.random.default_rng(n_cand)
+    vecs = rng.standard_normal((200, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    m = Matrix(np.arange(10, 410, 2, dtype=np.int64), vecs)  # rowids with gaps
+    cand = np.sort(rng.choice(m.rowids, size=n_cand, replace=False))
+    query = unit(rng)
+    rowids, scores = m.top(cand, m.positions(cand), query, 7)
+    brute = sorted(
+        ((float(vecs[(r - 10) // 2] @ query), int(r)) for r in cand), key=lambda t: (-t[0], t[1])
+    )
+    assert list(rowids) == [r for _, r in brute[:7]]
+    assert list(scores) == pytest.approx([s for s, _ in brute[:7]], abs=1e-5)
 
 
 # ---- ACLs, principals, tokens, ops ------------------------------------------------------------

@@ -1,0 +1,150 @@
+"""In-memory state of the embedded backend for one store generation: vector matrix and caches.
+
+Every write to the SQLite file moves its generation on (a counter in the meta table, so
+writes by other processes count too). Whatever a process derived from the file is kept
+for one generation only: the float32 matrix of all vectors, the candidate rows that SQL
+found for a visibility + filters WHERE clause, and facet counts. Exactness never depends
+on a cache: each entry is what SQL answered for that very snapshot.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float32]
+T = TypeVar("T")
+
+CANDIDATE_SETS = 16  # per generation: a principal's repeated searches skip the SQL scan
+FACET_SETS = 64
+# Below this share of the stored rows the candidates' vectors are gathered and scored;
+# above it scoring every row and picking the candidates' scores is cheaper.
+GATHER_SHARE = 0.25
+# Up to this many rows numpy's own loop (einsum) scores faster than BLAS, whose threads
+# cost more than they save on small matrices when the cores are busy (bench/embedded.py:
+# 10k rows 1.8 ms vs 16 ms p50 with a load of 10 on 2 cores; at 100k BLAS wins, 54 vs 76 ms).
+EINSUM_MAX_ROWS = 32_768
+
+
+class Lru(Generic[T]):
+    """A small least-recently-used map (callers hold the lock)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict[tuple[Any, ...], T] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> T | None:
+        got = self.data.get(key)
+        if got is not None:
+            self.data.move_to_end(key)
+        return got
+
+    def put(self, key: tuple[Any, ...], value: T) -> None:
+        self.data[key] = value
+        while len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+
+@dataclass
+class Matrix:
+    """All stored vectors, one row per item in rowid order."""
+
+    rowids: IntArray
+    vectors: FloatArray
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple[int, bytes]], dimension: int) -> Matrix:
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        return cls(rowids, flat.reshape(len(rows), dimension))
+
+    def positions(self, rowids: IntArray) -> IntArray:
+        return np.searchsorted(self.rowids, rowids)
+
+    def top(
+        self, cand: IntArray, pos: IntArray, query: FloatArray, k: int
+    ) -> tuple[IntArray, FloatArray]:
+        """The k candidates nearest to query (exact cosine: vectors are unit length)."""
+        if len(cand) < GATHER_SHARE * len(self.rowids):
+            scores = _scores(self.vectors[pos], query)
+        else:
+            scores = _scores(self.vectors, query)[pos]
+        k = min(k, len(cand))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
+        top = top[np.lexsort((cand[top], -scores[top]))]  # best first; ties by rowid
+        return cand[top], scores[top]
+
+
+def _scores(rows: FloatArray, query: FloatArray) -> FloatArray:
+    if len(rows) <= EINSUM_MAX_ROWS:
+        return np.einsum("ij,j->i", rows, query)
+    return rows @ query
+
+
+@dataclass
+class Generation:
+    """What this process derived from one generation of the file."""
+
+    number: int
+    matrix: Matrix | None = None
+    candidates: Lru[tuple[IntArray, IntArray]] = field(default_factory=lambda: Lru(CANDIDATE_SETS))
+    facets: Lru[Any] = field(default_factory=lambda: Lru(FACET_SETS))
+
+
+class StoreCache:
+    """The current generation's state, shared by the threads of one backend."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._lock = threading.Lock()
+        self._gen: Generation | None = None
+
+    def generation(self, number: int) -> Generation:
+        """The state for generation `number` (a fresh one when the file moved on)."""
+        with self._lock:
+            if self._gen is None or self._gen.number < number:
+                # A reader of the older snapshot may still hold the previous one: still valid.
+                self._gen = Generation(number)
+            elif self._gen.number > number:
+                return Generation(number)  # a read that began before the last write: not kept
+            return self._gen
+
+    def matrix(self, gen: Generation, load: Callable[[], list[tuple[int, bytes]]]) -> Matrix:
+        """gen's matrix, loaded once (load reads every (rowid, vector) of the same snapshot)."""
+        with self._lock:
+            if gen.matrix is None:
+                gen.matrix = Matrix.from_rows(load(), self.dimension)
+            return gen.matrix
+
+    def candidates(
+        self, gen: Generation, key: tuple[Any, ...], matrix: Matrix, find: Callable[[], IntArray]
+    ) -> tuple[IntArray, IntArray]:
+        """Rowids SQL finds for key (WHERE + params) and their matrix rows, once per generation."""
+        with self._lock:
+            got = gen.candidates.get(key)
+        if got is None:
+            cand = find()
+            got = (cand, matrix.positions(cand))
+            with self._lock:
+                gen.candidates.put(key, got)
+        return got
+
+    def facets(self, gen: Generation, key: tuple[Any, ...], count: Callable[[], T]) -> T:
+        with self._lock:
+            got = gen.facets.get(key)
+        if got is None:
+            got = count()
+            with self._lock:
+                gen.facets.put(key, got)
+        return got
+
+    def clear(self) -> None:
+        with self._lock:
+            self._gen = None
