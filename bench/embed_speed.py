@@ -33,26 +33,22 @@ def passages(n: int) -> list[str]:
     return out
 
 
-def docs_per_second(model: MiniLMEmbedder, texts: list[str], repeats: int) -> float:
-    """Best of repeats: the machine's speed drifts, and the best run is the least disturbed."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model.embed_documents(texts)
-        best = min(best, time.perf_counter() - start)
-    return len(texts) / best
+def seconds(model: MiniLMEmbedder, texts: list[str], batch: int) -> float:
+    """Wall time to embed texts once at this batch size."""
+    model.batch_size = batch
+    start = time.perf_counter()
+    model.embed_documents(texts)
+    return time.perf_counter() - start
 
 
-def query_p50_ms(model: MiniLMEmbedder, n: int = 200) -> float:
-    """Median latency of one short query."""
-    for _ in range(10):  # warm-up: first runs allocate buffers
-        model.embed_query(QUERY)
+def query_ms(model: MiniLMEmbedder, n: int) -> list[float]:
+    """Latencies of n single short queries."""
     times = []
     for _ in range(n):
         start = time.perf_counter()
         model.embed_query(QUERY)
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+    return times
 
 
 def main() -> None:
@@ -62,22 +58,37 @@ def main() -> None:
     args = parser.parse_args()
 
     texts = passages(args.docs)
-    print(f"{len(texts)} NFCorpus passages, cpus={os.cpu_count()}, best of {args.repeats} runs")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{len(texts)} NFCorpus passages, cpus={os.cpu_count()}, load average {load}")
     models = {t: MiniLMEmbedder(threads=t) for t in THREADS}
     tokens = [len(e.ids) for e in models[1]._tokenizer.encode_batch(texts)]
     print(f"tokens per passage (truncated at 256): mean {statistics.mean(tokens):.0f}")
-    models[1].embed_documents(texts[:8])  # warm-up
-    models[2].embed_documents(texts[:8])
+    for model in models.values():  # warm-up: the first runs allocate buffers
+        model.embed_documents(texts[:8])
+        query_ms(model, 10)
 
+    # Configurations take turns within each repeat, so a burst of load elsewhere on the
+    # machine hits all of them rather than one row; each cell keeps its fastest repeat.
+    best: dict[tuple[int, int], float] = {}
+    queries: dict[int, list[float]] = {t: [] for t in THREADS}
+    for _ in range(args.repeats):
+        for batch in BATCH_SIZES:
+            for threads, model in models.items():
+                took = seconds(model, texts, batch)
+                best[threads, batch] = min(best.get((threads, batch), took), took)
+        for threads, model in models.items():
+            queries[threads] += query_ms(model, 50)
+
+    print(f"docs/s, best of {args.repeats}; query p50 over {len(queries[1])} queries")
     header = "threads | " + " | ".join(f"batch {b:>2}" for b in BATCH_SIZES) + " | query p50"
     print(header)
     print("-" * len(header))
-    for threads, model in models.items():
-        cells = []
-        for batch in BATCH_SIZES:
-            model.batch_size = batch
-            cells.append(f"{docs_per_second(model, texts, args.repeats):6.1f}/s")
-        print(f"{threads:>7} | " + " | ".join(cells) + f" | {query_p50_ms(model):6.2f} ms")
+    for threads in THREADS:
+        cells = [f"{len(texts) / best[threads, b]:6.1f}/s" for b in BATCH_SIZES]
+        p50 = statistics.median(queries[threads])
+        print(f"{threads:>7} | " + " | ".join(cells) + f" | {p50:6.2f} ms")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average at the end: {load}")
 
 
 if __name__ == "__main__":

@@ -33,9 +33,11 @@ MINILM_DIMENSION = 384
 # all-MiniLM-L6-v2's training length (sentence-transformers max_seq_length), special tokens
 # included; the shipped tokenizer.json says 128, which would cut passages short.
 MAX_TOKENS = 256
-# On the 2-core reference machine 2 intra-op threads gave ~1.4x the docs/s of 1 thread
-# (bench/embed_speed.py); more threads than cores only adds contention.
-DEFAULT_THREADS = 2
+# One intra-op thread: on the shared 2-core machine (OpenSearch and other work running) 1 thread
+# beat 2 in every run of bench/embed_speed.py (1.3-3x the docs/s, lower query latency), since
+# onnxruntime's second thread spin-waits for a core it does not get. Parallelism comes from
+# processes instead (the indexer and the service each use one core). threads=2 is for a quiet box.
+DEFAULT_THREADS = 1
 
 
 class ModelUnavailable(SuliError):
@@ -143,7 +145,6 @@ class MiniLMEmbedder:
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or DEFAULT_THREADS
-        options.inter_op_num_threads = 1  # the graph is a single chain; nothing to overlap
         self._session = ort.InferenceSession(
             str(model), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -108,7 +108,7 @@ def test_fake_unrelated_texts_are_near_orthogonal_on_average() -> None:
     sims = vecs @ vecs.T
     off_diagonal = sims[~np.eye(40, dtype=bool)]
     # Signed hashing: unrelated texts scatter around 0 instead of all being positive.
-    assert abs(float(off_diagonal.mean())) < 0.05
+    assert abs(float(off_diagonal.mean())) < 0.02  # unsigned buckets: about 0.04
 
 
 def test_fake_reports_progress() -> None:
