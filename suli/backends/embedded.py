@@ -110,6 +110,11 @@ class EmbeddedBackend:
                      ("model", self.model), ("generation", "0")],
                 )  # fmt: skip
                 return
+        if meta.get("schema") != str(q.SCHEMA_VERSION):
+            raise BackendUnavailable(
+                f"{self.path} has store format {meta.get('schema')}, this Suli reads format "
+                f"{q.SCHEMA_VERSION}; re-index into a new file (SULI_EMBEDDED_PATH)"
+            )
         if int(meta["dimension"]) != self.dimension:
             raise BackendUnavailable(
                 f"{self.path} holds {meta['dimension']}-dimension vectors but the embedder makes "
@@ -120,11 +125,6 @@ class EmbeddedBackend:
                 f"{self.path} was indexed with model {meta['model']!r}, not {self.model!r}; "
                 "re-index into a new file"
             )
-
-    @staticmethod
-    def _bump(c: sqlite3.Connection) -> None:
-        """Every write moves the generation on, so each process drops its stale vector matrix."""
-        c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
 
     def refresh(self) -> None:
         """API parity with OpenSearch: a committed write is already searchable."""
@@ -210,7 +210,9 @@ class EmbeddedBackend:
         t0 = time.perf_counter()
         gen = self._generation(c)
         m = self._cache.matrix(
-            gen, lambda: c.execute("SELECT rowid, vector FROM vectors ORDER BY rowid").fetchall()
+            gen,
+            lambda: c.execute("SELECT rowid, vector FROM vectors ORDER BY rowid").fetchall(),
+            lambda since: q.vector_changes(c, since),
         )
         timings["vector_matrix"] = round((time.perf_counter() - t0) * 1000, 3)
         # Visibility and filters pick the candidate rows in SQL first: exact filtered k-NN.
@@ -333,21 +335,22 @@ class EmbeddedBackend:
                 rejected[item.id] = "invalid vector: NaN or infinite values"
                 continue
             rows.append((item, arr.tobytes()))
-        indexed: list[str] = []
+        if not rows:
+            return BulkOutcome(rejected=rejected)
         with self._tx(write=True) as c:
+            # Every write moves the generation on: each process's caches of the file expire.
+            gen = q.next_generation(c)
             for item, blob in rows:
-                q.write_item(c, item, blob)
-                indexed.append(item.id)
-            if indexed:
-                self._bump(c)
-        return BulkOutcome(indexed=tuple(indexed), rejected=rejected)
+                q.write_item(c, item, blob, gen)
+        return BulkOutcome(indexed=tuple(item.id for item, _ in rows), rejected=rejected)
 
     def delete(self, ids: Sequence[str]) -> BulkOutcome:
         unique = list(dict.fromkeys(ids))
         with self._tx(write=True) as c:
+            gen = q.next_generation(c)
             for item_id in unique:
-                q.delete_item(c, item_id)  # an absent id: nothing to do, as with OpenSearch's 404
-            self._bump(c)
+                q.delete_item(c, item_id, gen)  # absent ids: nothing to do (OpenSearch's 404)
+            q.trim_deletes(c, gen)
         return BulkOutcome(indexed=tuple(unique))
 
     # ---- ACLs, principals, tokens -------------------------------------------------------

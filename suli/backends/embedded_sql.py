@@ -19,7 +19,8 @@ from suli.models import Filters, Item, Station
 from suli.text import ENGLISH_STOPWORDS, words
 from suli.visibility import Visibility
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+DELETES_KEPT = 10_000  # generations of deletions kept for incremental matrix refreshes
 REGEX_MAX_MEM = 8 << 20  # RE2's budget for one compiled pattern; larger ones are refused
 FTS_TABLES: dict[TextFields, str] = {"stemmed": "fts_stem", "plain": "fts_plain"}
 # Same tokens as OpenSearch's fields: "english" (Porter stems) and "suli_plain" (every word);
@@ -64,10 +65,16 @@ def schema(dimension: int) -> list[str]:
             superseded_by TEXT, refs TEXT NOT NULL, media_type TEXT NOT NULL, url TEXT NOT NULL,
             provenance TEXT NOT NULL, created_at TEXT, updated_at TEXT, last_activity_at TEXT,
             last_ts REAL, hidden INTEGER NOT NULL)""",
-        # Vectors apart from the rows, so loading them all for the matrix cache reads no text.
+        # Vectors apart from the rows, so loading them all for the matrix cache reads no text;
+        # `gen` (the write's generation) and the deletion log let a process that holds the
+        # matrix of an older generation read only what changed since.
         f"""CREATE TABLE IF NOT EXISTS vectors (
-            rowid INTEGER PRIMARY KEY,
+            rowid INTEGER PRIMARY KEY, gen INTEGER NOT NULL,
             vector BLOB NOT NULL CHECK (length(vector) = {4 * dimension}))""",
+        "CREATE INDEX IF NOT EXISTS vectors_gen ON vectors (gen)",
+        """CREATE TABLE IF NOT EXISTS vector_deletes (
+            rowid INTEGER NOT NULL, gen INTEGER NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS vector_deletes_gen ON vector_deletes (gen)",
         # Covers the visibility rule, so the candidate rows of a vector search are found
         # without reading item bodies.
         """CREATE INDEX IF NOT EXISTS items_vis
@@ -357,7 +364,16 @@ _UPSERT = (
 _SIDE_TABLES = ("item_tags", "item_stations", "item_refs")
 
 
-def write_item(c: sqlite3.Connection, item: Item, vector: bytes) -> None:
+def next_generation(c: sqlite3.Connection) -> int:
+    """Move the store's generation on (inside the write transaction) and return it."""
+    row = c.execute(
+        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation' "
+        "RETURNING CAST(value AS INTEGER)"
+    ).fetchone()
+    return int(row[0])
+
+
+def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int) -> None:
     """Insert or replace one item, its list rows and its vector (the row keeps its rowid)."""
     rowid = c.execute(_UPSERT, item_row(item)).fetchone()[0]
     for table in _SIDE_TABLES:
@@ -367,10 +383,10 @@ def write_item(c: sqlite3.Connection, item: Item, vector: bytes) -> None:
         "INSERT INTO item_stations VALUES (?, ?, ?)", [(rowid, s.id, s.name) for s in item.stations]
     )
     c.executemany("INSERT INTO item_refs VALUES (?, ?)", [(rowid, r) for r in item.references])
-    c.execute("INSERT OR REPLACE INTO vectors (rowid, vector) VALUES (?, ?)", (rowid, vector))
+    c.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (rowid, gen, vector))
 
 
-def delete_item(c: sqlite3.Connection, item_id: str) -> None:
+def delete_item(c: sqlite3.Connection, item_id: str, gen: int) -> None:
     """Remove an item with its list rows and vector (the FTS rows go by trigger)."""
     row = c.execute("DELETE FROM items WHERE id = ? RETURNING rowid", (item_id,)).fetchone()
     if row is None:
@@ -378,3 +394,24 @@ def delete_item(c: sqlite3.Connection, item_id: str) -> None:
     for table in _SIDE_TABLES:
         c.execute(f"DELETE FROM {table} WHERE item = ?", (row[0],))
     c.execute("DELETE FROM vectors WHERE rowid = ?", (row[0],))
+    c.execute("INSERT INTO vector_deletes VALUES (?, ?)", (row[0], gen))
+
+
+def trim_deletes(c: sqlite3.Connection, gen: int) -> None:
+    """Forget deletions older than DELETES_KEPT generations; older matrices then reload whole."""
+    floor = gen - DELETES_KEPT
+    if floor > 0:
+        c.execute("DELETE FROM vector_deletes WHERE gen <= ?", (floor,))
+        c.execute("INSERT OR REPLACE INTO meta VALUES ('deletes_floor', ?)", (str(floor),))
+
+
+def vector_changes(
+    c: sqlite3.Connection, since: int
+) -> tuple[list[tuple[int, bytes]], list[int]] | None:
+    """(rowid, vector) written and rowids deleted after generation `since`; None if forgotten."""
+    floor = c.execute("SELECT value FROM meta WHERE key = 'deletes_floor'").fetchone()
+    if floor is not None and int(floor[0]) >= since:
+        return None
+    changed = c.execute("SELECT rowid, vector FROM vectors WHERE gen > ?", (since,)).fetchall()
+    deleted = c.execute("SELECT rowid FROM vector_deletes WHERE gen > ?", (since,)).fetchall()
+    return changed, [r[0] for r in deleted]

@@ -24,6 +24,7 @@ T = TypeVar("T")
 
 CANDIDATE_SETS = 16  # per generation: a principal's repeated searches skip the SQL scan
 FACET_SETS = 64
+GENERATIONS_KEPT = 2
 # Below this share of the stored rows the candidates' vectors are gathered and scored;
 # above it scoring every row and picking the candidates' scores is cheaper.
 GATHER_SHARE = 0.25
@@ -65,6 +66,18 @@ class Matrix:
         flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return cls(rowids, flat.reshape(len(rows), dimension))
 
+    def updated(self, changed: list[tuple[int, bytes]], deleted: list[int]) -> Matrix:
+        """A new matrix with rows written or deleted since this one (this one stays valid)."""
+        dim = self.vectors.shape[1]
+        new = Matrix.from_rows(changed, dim)
+        keep = ~np.isin(self.rowids, np.concatenate([new.rowids, np.asarray(deleted, np.int64)]))
+        rowids = np.concatenate([self.rowids[keep], new.rowids])
+        vectors = np.concatenate([self.vectors[keep], new.vectors])
+        if len(rowids) > 1 and not np.all(rowids[1:] > rowids[:-1]):
+            order = np.argsort(rowids)
+            rowids, vectors = rowids[order], vectors[order]
+        return Matrix(rowids, vectors)
+
     def positions(self, rowids: IntArray) -> IntArray:
         return np.searchsorted(self.rowids, rowids)
 
@@ -104,23 +117,46 @@ class StoreCache:
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
         self._lock = threading.Lock()
-        self._gen: Generation | None = None
+        self._gens: OrderedDict[int, Generation] = OrderedDict()
+        self._last: tuple[int, Matrix] | None = None  # the newest matrix built, by generation
 
     def generation(self, number: int) -> Generation:
         """The state for generation `number` (a fresh one when the file moved on)."""
         with self._lock:
-            if self._gen is None or self._gen.number < number:
-                # A reader of the older snapshot may still hold the previous one: still valid.
-                self._gen = Generation(number)
-            elif self._gen.number > number:
-                return Generation(number)  # a read that began before the last write: not kept
-            return self._gen
+            got = self._gens.get(number)
+            if got is None:
+                got = Generation(number)
+                if self._gens and number < min(self._gens):
+                    return got  # a read that began long before the last writes: not kept
+                self._gens[number] = got
+                # The previous generation stays for reads that began just before a write.
+                while len(self._gens) > GENERATIONS_KEPT:
+                    self._gens.pop(min(self._gens))
+            return got
 
-    def matrix(self, gen: Generation, load: Callable[[], list[tuple[int, bytes]]]) -> Matrix:
-        """gen's matrix, loaded once (load reads every (rowid, vector) of the same snapshot)."""
+    def matrix(
+        self,
+        gen: Generation,
+        load: Callable[[], list[tuple[int, bytes]]],
+        changes: Callable[[int], tuple[list[tuple[int, bytes]], list[int]] | None],
+    ) -> Matrix:
+        """gen's matrix, built once: from the last one plus what changed since, else in full.
+
+        load and changes read the same snapshot as gen: every (rowid, vector), or the rows
+        written and deleted after a generation (None when that is no longer known).
+        """
         with self._lock:
             if gen.matrix is None:
-                gen.matrix = Matrix.from_rows(load(), self.dimension)
+                last = self._last
+                if last is not None and last[0] < gen.number:
+                    got = changes(last[0])
+                    # Rewriting most rows: one sequential full read is cheaper.
+                    if got is not None and len(got[0]) <= len(last[1].rowids) // 2:
+                        gen.matrix = last[1].updated(*got)
+                if gen.matrix is None:
+                    gen.matrix = Matrix.from_rows(load(), self.dimension)
+                if last is None or last[0] < gen.number:
+                    self._last = (gen.number, gen.matrix)
             return gen.matrix
 
     def candidates(
@@ -147,4 +183,5 @@ class StoreCache:
 
     def clear(self) -> None:
         with self._lock:
-            self._gen = None
+            self._gens.clear()
+            self._last = None

@@ -503,6 +503,65 @@ def test_a_second_handle_on_the_same_file_sees_writes(tmp_path: Path) -> None:
         b.close()
 
 
+@pytest.mark.parametrize("deletes_kept", [10_000, 1])
+def test_an_incrementally_refreshed_matrix_equals_a_fresh_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deletes_kept: int
+) -> None:
+    """Handle b keeps its matrix and reads only the changes; a new handle reads everything."""
+    monkeypatch.setattr(embedded_sql, "DELETES_KEPT", deletes_kept)  # 1: changes forgotten
+    updates: list[int] = []
+    real_updated = Matrix.updated
+
+    def spy(self: Matrix, changed: list[tuple[int, bytes]], deleted: list[int]) -> Matrix:
+        updates.append(len(changed) + len(deleted))
+        return real_updated(self, changed, deleted)
+
+    monkeypatch.setattr(Matrix, "updated", spy)
+    rng = np.random.default_rng(9)
+    a, b = EmbeddedBackend(tmp_path / "s.db", DIM), EmbeddedBackend(tmp_path / "s.db", DIM)
+    ids = [f"itm_{n}" for n in range(30)]
+
+    def nearest(backend: EmbeddedBackend, qv: list[float]) -> list[tuple[str, float]]:
+        hits = backend.search(LegQuery(everyone(), Filters(), None, qv, 100)).vector
+        return [(h.item.id, round(h.score, 5)) for h in hits]
+
+    try:
+        a.upsert([(Item(i, "ws", i), unit(rng)) for i in ids[:10]])
+        for step in range(25):
+            qv = list(unit(rng))
+            fresh = EmbeddedBackend(tmp_path / "s.db", DIM)
+            assert nearest(b, qv) == nearest(fresh, qv)
+            fresh.close()
+            op = step % 4
+            if op == 0:  # new items
+                a.upsert([(Item(i, "ws", i), unit(rng)) for i in rng.choice(ids, 3, replace=False)])
+            elif op == 1:  # replaced vectors
+                a.upsert(
+                    [(Item(i, "ws", i), unit(rng)) for i in rng.choice(ids[:10], 2, replace=False)]
+                )
+            elif op == 2:  # deletions, the newest row too (its rowid may be used again)
+                newest = a.browse(everyone(), Filters(), 1)[0]
+                a.delete([*(it.id for it in newest), str(rng.choice(ids))])
+            else:  # delete and re-add in one go between two searches of b
+                gone = str(rng.choice(ids))
+                a.delete([gone])
+                a.upsert([(Item(gone, "ws", gone), unit(rng))])
+        assert len(updates) >= (20 if deletes_kept > 1 else 1)  # the incremental path ran
+    finally:
+        a.close()
+        b.close()
+
+
+def test_an_older_store_format_is_refused(tmp_path: Path) -> None:
+    EmbeddedBackend(tmp_path / "s.db", DIM).close()
+    conn = sqlite3.connect(tmp_path / "s.db")
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(BackendUnavailable, match="format 1"):
+        EmbeddedBackend(tmp_path / "s.db", DIM)
+
+
 def test_reopening_with_another_dimension_is_refused(tmp_path: Path) -> None:
     EmbeddedBackend(tmp_path / "s.db", DIM).close()
     with pytest.raises(BackendUnavailable, match="8-dimension"):
