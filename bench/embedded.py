@@ -21,6 +21,7 @@ import numpy as np
 
 from suli.backends.base import LegQuery
 from suli.backends.embedded import EmbeddedBackend
+from suli.errors import BackendUnavailable
 from suli.models import Filters, Item
 from suli.text import ENGLISH_STOPWORDS, only_common_words
 from suli.visibility import Visibility
@@ -120,12 +121,15 @@ def summary(name: str, runs: list[tuple[float, float]]) -> str:
     )
 
 
-def run(n: int, queries: int, seed: int, workdir: Path) -> None:
-    """Load (or reuse) n items, then time each kind of read."""
-    corpus = Corpus(seed)
-    path = workdir / f"bench-{n}-seed{seed}.db"
-    backend = EmbeddedBackend(path, DIM)
-    if backend.count() == n:  # kept from an earlier run with --dir: same seed, same items
+def open_store(path: Path, corpus: Corpus, n: int) -> EmbeddedBackend:
+    """The store of n items: reused when --dir kept one of this seed and format, else loaded."""
+    try:
+        backend = EmbeddedBackend(path, DIM)
+    except BackendUnavailable:  # an older store format: build it again
+        for f in path.parent.glob(path.name + "*"):
+            f.unlink()
+        backend = EmbeddedBackend(path, DIM)
+    if backend.count() == n:
         for start in range(0, n, BATCH):  # advance the generator exactly as load() does
             size = min(BATCH, n - start)
             corpus.vectors(size)
@@ -134,15 +138,24 @@ def run(n: int, queries: int, seed: int, workdir: Path) -> None:
         print(f"{n} items: reusing {path} ({path.stat().st_size / 1e6:.0f} MB)")
     else:
         secs = load(backend, corpus, n)
-        size = path.stat().st_size / 1e6
-        print(f"{n} items: loaded in {secs:.1f} s ({n / secs:.0f} items/s), file {size:.0f} MB")
-    vis = Visibility("ws_main", "prn_me", frozenset(f"brd_{i}" for i in range(0, BOARDS, 5)))
+        size_mb = path.stat().st_size / 1e6
+        print(f"{n} items: loaded in {secs:.1f} s ({n / secs:.0f} items/s), file {size_mb:.0f} MB")
+    return backend
+
+
+def run(n: int, queries: int, seed: int, workdir: Path) -> None:
+    """Load (or reuse) n items, then time each kind of read."""
+    corpus = Corpus(seed)
+    backend = open_store(workdir / f"bench-{n}-seed{seed}.db", corpus, n)
+    boards = frozenset(f"brd_{i}" for i in range(0, BOARDS, 5))
+    vis = Visibility("ws_main", "prn_me", boards)
     texts = [corpus.query() for _ in range(queries)]
     qvecs = corpus.vectors(queries)
 
-    t0 = time.perf_counter()
-    backend.search(LegQuery(vis, Filters(), None, qvecs[0], 100))  # builds the vector matrix
-    print(f"  vector matrix load (cold)    {(time.perf_counter() - t0) * 1000:7.1f} ms")
+    def vector_search(v: Visibility, i: int = 0) -> object:
+        return backend.search(LegQuery(v, NO_FILTERS, None, qvecs[i], 100))
+
+    print(summary("vector matrix load (cold)", timed(lambda: vector_search(vis), 1)))
 
     def legs(text: bool, vector: bool, filters: Filters = NO_FILTERS) -> list[tuple[float, float]]:
         out: list[tuple[float, float]] = []
@@ -162,16 +175,37 @@ def run(n: int, queries: int, seed: int, workdir: Path) -> None:
     print(summary("hybrid search (both legs)", legs(True, True)))
     print(summary("text leg only", legs(True, False)))
     print(summary("vector leg only", legs(False, True)))
+    tag = corpus.words[len(ENGLISH_STOPWORDS)]
     print(
         summary(
             "hybrid, outcome+tag filter",
-            legs(True, True, Filters(outcomes=("approved",), tags=(corpus.words[len(ENGLISH_STOPWORDS)],))),
+            legs(True, True, Filters(outcomes=("approved",), tags=(tag,))),
         )
     )
+    # Another principal each time: the candidate rows and facets come from SQL, not a cache.
+    others = iter(Visibility("ws_main", f"prn_u{i}", boards) for i in range(10_000))
+    print(summary("vector leg, new principal", timed(lambda: vector_search(next(others)), 10)))
     common = LegQuery(vis, NO_FILTERS, "the", qvecs[0], 100, text_fields="plain")
     print(summary("common word only ('the')", timed(lambda: backend.search(common), 10)))
-    print(summary("browse (no words)", timed(lambda: backend.browse(vis, Filters(), 10), 20)))
-    print(summary("facets", timed(lambda: backend.facets(vis, Filters()), 10)))
+    print(summary("browse (no words)", timed(lambda: backend.browse(vis, NO_FILTERS, 10), 20)))
+    print(
+        summary("facets, new principal", timed(lambda: backend.facets(next(others), NO_FILTERS), 5))
+    )
+    print(summary("facets, repeated", timed(lambda: backend.facets(vis, NO_FILTERS), 20)))
+
+    def write_then_search() -> None:
+        """One indexer batch (8 items) lands, then a search reads the changed vectors."""
+        items = [corpus.item(n + j) for j in range(8)]
+        backend.upsert(list(zip(items, corpus.vectors(8), strict=True)))
+        t0, c0 = time.perf_counter(), time.process_time()
+        vector_search(vis)
+        after.append(((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000))
+        backend.delete([it.id for it in items])  # the store stays as --dir keeps it
+
+    after: list[tuple[float, float]] = []
+    for _ in range(5):
+        write_then_search()
+    print(summary("vector search after a write", after))
     print(
         f"  load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores"
     )
