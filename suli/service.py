@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from suli.backends.base import Backend, Facets, Hit, LegQuery, LegResults
 from suli.embedding import Embedder
@@ -26,7 +27,10 @@ from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
 from suli.visibility import Visibility, visibility_for
 
-RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
+T = TypeVar("T")
+RELATED_QUERY_WORDS = 64
+# Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
+_EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")  # a card's title + spec is cut to this many words for the text leg
 
 
 class Deadline:
@@ -50,7 +54,7 @@ class Phases:
         self.start = time.perf_counter()
         self.ms: dict[str, float] = {}
 
-    def run(self, name: str, fn: Callable[[], object]) -> object:
+    def run(self, name: str, fn: Callable[[], T]) -> T:
         t0 = time.perf_counter()
         try:
             return fn()
@@ -127,24 +131,36 @@ class Searcher:
         self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases
     ) -> SearchResponse:
         """No words: the same filters, newest last activity first."""
-        items, total = ph.run(  # type: ignore[misc]
+        items, total = ph.run(
             "browse",
             lambda: self.backend.browse(
                 vis, req.filters, req.limit, deadline.remaining(), req.regex
             ),
         )
         results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in items]
-        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))  # type: ignore[assignment]
+        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
         rerank = "skipped-browse" if self.reranker is not None else "off"
         return SearchResponse(tuple(results), total, ph.done(), rerank=rerank)
 
-    def _embed_query(self, text: str, ph: Phases, degraded: list[Degraded]) -> list[float] | None:
+    def _embed_query(
+        self, text: str, ph: Phases, degraded: list[Degraded], deadline: Deadline
+    ) -> list[float] | None:
+        """The query vector, or None (vector leg degraded) when the embedder fails or is slow."""
+        budget = min(self.settings.embed_budget_s, deadline.remaining())
+        t0 = time.perf_counter()
+        future = _EMBED_POOL.submit(self.embedder.embed_query, text)
         try:
-            vec = ph.run("embed", lambda: self.embedder.embed_query(text))
-            return [float(x) for x in vec]  # type: ignore[attr-defined]
+            vec = future.result(timeout=budget)
+            return [float(x) for x in vec]
+        except concurrent.futures.TimeoutError:
+            # The model call cannot be interrupted; its result is simply dropped.
+            degraded.append(Degraded("vector", f"embedder timed out after {budget:.2f}s"))
+            return None
         except Exception as e:  # the vector leg is optional: fall back to words only
             degraded.append(Degraded("vector", f"embedder failed: {e.__class__.__name__}: {e}"))
             return None
+        finally:
+            ph.ms["embed"] = round((time.perf_counter() - t0) * 1000, 3)
 
     def _search(
         self,
@@ -165,7 +181,7 @@ class Searcher:
             )
         vector = None
         if req.mode != "text":
-            vector = self._embed_query(text, ph, degraded)
+            vector = self._embed_query(text, ph, degraded, deadline)
         deadline.remaining()
         query = LegQuery(
             vis=vis,
@@ -232,12 +248,12 @@ class Searcher:
             snippet = hl[0] if hl else best_passage(hit.item.body or hit.item.caption, text)
             explain = None
             if req.explain:
-                t, v = f.legs.get("text"), f.legs.get("vector")
+                tleg, vleg = f.legs.get("text"), f.legs.get("vector")
                 explain = Explain(
-                    text_rank=t.rank if t else None,
-                    text_score=t.score if t else None,
-                    vector_rank=v.rank if v else None,
-                    vector_similarity=v.score if v else None,
+                    text_rank=tleg.rank if tleg else None,
+                    text_score=tleg.score if tleg else None,
+                    vector_rank=vleg.rank if vleg else None,
+                    vector_similarity=vleg.score if vleg else None,
                     rrf=f.rrf,
                     text_share=f.shares.get("text", 0.0),
                     vector_share=f.shares.get("vector", 0.0),
@@ -246,7 +262,7 @@ class Searcher:
                     kept=reason,
                 )
             results.append(self._result(hit.item, score, snippet, explain))
-        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))  # type: ignore[assignment]
+        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
         total = len(scored) + len([i for i in preferred if i.id not in by_id])
         return SearchResponse(
             tuple(results), total, ph.done(), tuple(degraded), rerank=rerank_status
@@ -371,6 +387,8 @@ class Searcher:
         assert card is not None
         if not card.title.strip() and not card.spec.strip():
             raise InvalidInput("title: a card needs a title or a spec", "title")
+        if any(not r.strip() for r in card.references):
+            raise InvalidInput("references: references must be non-empty ids or URLs", "references")
         exclude = (item_id,) if item_id else ()
         refs = [r for r in card.references if r not in exclude]
         # get_many returns hidden items too (a direct lookup may name them); related may not.

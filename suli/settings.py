@@ -69,6 +69,7 @@ class Settings(BaseSettings):
     max_response_bytes: int = Field(default=1_000_000, ge=1024)
     rerank: Literal["off", "mmr"] = "off"
     rerank_budget_s: float = Field(default=4.0, gt=0)
+    embed_budget_s: float = Field(default=2.0, gt=0)  # past it the vector leg is degraded
     max_query_chars: int = Field(default=1000, ge=1)
 
     @field_validator("outcome_weights")
