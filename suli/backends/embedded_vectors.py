@@ -55,28 +55,58 @@ class Lru(Generic[T]):
 
 @dataclass
 class Matrix:
-    """All stored vectors, one row per item in rowid order."""
+    """All stored vectors, one row per item in rowid order, in buffers with room to grow.
 
-    rowids: IntArray
+    Rows of deleted items may linger (`dead`): they are never scored for a result, because
+    the candidates always come from SQL, and they go at the next full load.
+    """
+
+    rowids: IntArray  # views of the first rows of the buffers
     vectors: FloatArray
+    dead: int = 0
+    buffers: tuple[IntArray, FloatArray] | None = field(default=None, repr=False)
 
     @classmethod
     def from_rows(cls, rows: list[tuple[int, bytes]], dimension: int) -> Matrix:
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-        return cls(rowids, flat.reshape(len(rows), dimension))
+        n = len(rows)
+        ids = np.empty(n + n // 8 + 64, dtype=np.int64)
+        vecs = np.empty((len(ids), dimension), dtype=np.float32)
+        ids[:n] = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        vecs[:n] = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
+            n, dimension
+        )
+        order = np.argsort(ids[:n], kind="stable")
+        if n > 1 and not np.all(order[1:] > order[:-1]):
+            ids[:n], vecs[:n] = ids[:n][order], vecs[:n][order]
+        return cls(ids[:n], vecs[:n], 0, (ids, vecs))
 
-    def updated(self, changed: list[tuple[int, bytes]], deleted: list[int]) -> Matrix:
-        """A new matrix with rows written or deleted since this one (this one stays valid)."""
-        dim = self.vectors.shape[1]
-        new = Matrix.from_rows(changed, dim)
-        keep = ~np.isin(self.rowids, np.concatenate([new.rowids, np.asarray(deleted, np.int64)]))
-        rowids = np.concatenate([self.rowids[keep], new.rowids])
-        vectors = np.concatenate([self.vectors[keep], new.vectors])
-        if len(rowids) > 1 and not np.all(rowids[1:] > rowids[:-1]):
-            order = np.argsort(rowids)
-            rowids, vectors = rowids[order], vectors[order]
-        return Matrix(rowids, vectors)
+    def updated(self, changed: list[tuple[int, bytes]], deleted: list[int]) -> Matrix | None:
+        """This matrix with the rows written since; None when they cannot simply be added.
+
+        Rewritten rows are overwritten in place (a read of the previous generation that is
+        still scoring may see the newer vector of such a row); new rows go after the last
+        one, into free room of the buffers, which a reallocation doubles when full.
+        """
+        assert self.buffers is not None
+        new = Matrix.from_rows(changed, self.vectors.shape[1])
+        n = len(self.rowids)
+        at = np.searchsorted(self.rowids, new.rowids)
+        inside = at < n
+        present = np.zeros(len(at), dtype=bool)
+        present[inside] = self.rowids[at[inside]] == new.rowids[inside]
+        added = ~present
+        if np.any(added) and n and new.rowids[added][0] <= self.rowids[-1]:
+            return None  # a new row below the last one: only a full load keeps the order
+        ids, vecs = self.buffers
+        vecs[at[present]] = new.vectors[present]
+        k = int(np.count_nonzero(added))
+        if n + k > len(ids):
+            grown = max(2 * len(ids), n + k)
+            ids = np.concatenate([ids[:n], np.empty(grown - n, np.int64)])
+            vecs = np.concatenate([vecs[:n], np.empty((grown - n, vecs.shape[1]), np.float32)])
+        ids[n : n + k] = new.rowids[added]
+        vecs[n : n + k] = new.vectors[added]
+        return Matrix(ids[: n + k], vecs[: n + k], self.dead + len(deleted), (ids, vecs))
 
     def positions(self, rowids: IntArray) -> IntArray:
         return np.searchsorted(self.rowids, rowids)
@@ -153,6 +183,9 @@ class StoreCache:
                     # Rewriting most rows: one sequential full read is cheaper.
                     if got is not None and len(got[0]) <= len(last[1].rowids) // 2:
                         gen.matrix = last[1].updated(*got)
+                    # Many rows of deleted items: a full load drops them.
+                    if gen.matrix is not None and gen.matrix.dead > len(gen.matrix.rowids) // 4:
+                        gen.matrix = None
                 if gen.matrix is None:
                     gen.matrix = Matrix.from_rows(load(), self.dimension)
                 if last is None or last[0] < gen.number:

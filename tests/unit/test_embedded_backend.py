@@ -653,6 +653,20 @@ def test_matrix_top_is_the_exact_nearest_among_candidates(n_cand: int) -> None:
     assert list(scores) == pytest.approx([s for s, _ in brute[:7]], abs=1e-5)
 
 
+def test_matrix_update_overwrites_appends_grows_and_refuses_disorder() -> None:
+    def rows(*pairs: tuple[int, int]) -> list[tuple[int, bytes]]:
+        return [(r, np.asarray(axis(a), dtype=np.float32).tobytes()) for r, a in pairs]
+
+    m = Matrix.from_rows(rows((3, 0), (1, 1), (2, 2)), DIM)  # sorted on load
+    assert list(m.rowids) == [1, 2, 3]
+    old_view = m.vectors
+    m2 = m.updated(rows((2, 5), *((10 + i, i % DIM) for i in range(200))), deleted=[3])
+    assert m2 is not None and list(m2.rowids[:4]) == [1, 2, 3, 10] and len(m2.rowids) == 203
+    assert m2.vectors[1].tolist() == axis(5) and m2.dead == 1
+    assert len(old_view) == 3  # the older matrix keeps its rows
+    assert m2.updated(rows((5, 0)), deleted=[]) is None  # below the last row: full load
+
+
 # ---- ACLs, principals, tokens, ops ------------------------------------------------------------
 
 
