@@ -6,6 +6,7 @@ import logging
 import shutil
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,13 @@ class Cluster:
         """Indices of the nodes whose JVM is running."""
         return [i for i in range(self.spec.nodes) if self.pid(i) is not None]
 
-    def start(self, i: int, layout: Layout | None = None) -> int:
-        """Start node i's JVM (no wait); returns its pid. A no-op when it already runs."""
+    def start(
+        self, i: int, layout: Layout | None = None, extra: Mapping[str, object] | None = None
+    ) -> int:
+        """Start node i's JVM (no wait); returns its pid. A no-op when it already runs.
+
+        `extra` adds static node settings for this start only (the next start drops them).
+        """
         pid = self.pid(i)
         if pid is not None:
             return pid
@@ -89,7 +95,7 @@ class Cluster:
         home = self.home(i)
         for sub in ("config", "data", "logs", "tmp"):
             (home / sub).mkdir(parents=True, exist_ok=True)
-        (home / "config" / "opensearch.yml").write_text(opensearch_yml(self.spec, i))
+        (home / "config" / "opensearch.yml").write_text(opensearch_yml(self.spec, i, extra))
         (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         cmd = java_command(self.spec, home, layout.classpath, java_tool("java"))
         pid = process.spawn(cmd, home, self.log_path(i))

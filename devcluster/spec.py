@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -108,8 +109,8 @@ class ClusterSpec:
             return None
 
 
-def opensearch_yml(spec: ClusterSpec, i: int) -> str:
-    """config/opensearch.yml for node i (0-based)."""
+def opensearch_yml(spec: ClusterSpec, i: int, extra: Mapping[str, object] | None = None) -> str:
+    """config/opensearch.yml for node i (0-based); `extra` adds node settings (e.g. a tiny queue)."""
     lines = [
         f"cluster.name: {spec.cluster_name}",
         f"node.name: {spec.names[i]}",
@@ -128,6 +129,7 @@ def opensearch_yml(spec: ClusterSpec, i: int) -> str:
             f"discovery.seed_hosts: [{seeds}]",
             f"cluster.initial_cluster_manager_nodes: [{', '.join(spec.names)}]",
         ]
+    lines += [f"{key}: {json.dumps(value)}" for key, value in (extra or {}).items()]
     return "\n".join(lines) + "\n"
 
 
