@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RETRY_STATUSES = {429, 502, 503, 504}  # transient: re-send; any other item error is a rejection
+# `suli reindex` write-blocks the old index for the moment of its alias swap; a write refused
+# by that block is re-sent and lands, through the alias, in the new index.
+WRITE_BLOCK = "index write (api)"
 BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on an item
 BULK_CHUNK = 500
 POOL_MAXSIZE = 32  # kept-alive connections per node (the service's thread pool is 40 wide)
@@ -333,6 +336,8 @@ class OpenSearchBackend:
                 status = op.get("status")
                 if isinstance(status, int) and status in RETRY_STATUSES:
                     continue  # stays pending for the next round
+                if status == 403 and WRITE_BLOCK in str(op.get("error")):
+                    continue  # a reindex is swapping the alias: re-send
                 if op.get("result") == "not_found" or status == 404:
                     done.append(item_id)  # delete of an absent id: nothing to do
                     pending.pop(item_id, None)
