@@ -9,6 +9,7 @@ from cli.cluster import cluster
 from cli.demo import demo
 from cli.evaluate import evaluate
 from cli.mcp import mcp_cmd
+from cli.ops import indices, reindex, status
 from cli.search import facets, related, search, show
 from cli.serve import serve
 
@@ -50,5 +51,8 @@ for command in (
     serve,
     demo,
     mcp_cmd,
+    reindex,
+    status,
+    indices,
 ):
     cli.add_command(command)

@@ -1,0 +1,322 @@
+"""Operations: `suli reindex` (with --resume, --rollback, --dry-run), `suli status`, `suli indices`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+import mappings
+from cli.context import settings as get_settings
+from cli.output import emit_json, handle_errors, json_option
+from suli.backends.opensearch import OpenSearchBackend
+from suli.errors import InvalidInput
+from suli.settings import Settings
+
+
+def _opensearch(ctx: click.Context, dimension: int = 0, model: str = "") -> OpenSearchBackend:
+    settings = get_settings(ctx)
+    if settings.backend != "opensearch":
+        raise InvalidInput(
+            "backend: this command needs the OpenSearch backend (set SULI_OPENSEARCH_URL)",
+            "backend",
+        )
+    backend = OpenSearchBackend(settings, dimension, model)
+    ctx.call_on_close(backend.close)
+    return backend
+
+
+def _expected_model(settings: Settings) -> tuple[str, int]:
+    """The configured model's name and dimension, without loading it."""
+    from suli.embedding import FakeEmbedder, MiniLMEmbedder
+
+    if settings.embedder == "fake":
+        fake = FakeEmbedder()
+        return fake.name, fake.dimension
+    return MiniLMEmbedder.name, MiniLMEmbedder.dimension
+
+
+def rejects_dir(settings: Settings) -> Path:
+    """Where `suli reindex` writes items the new index refused (and `suli status` looks)."""
+    return settings.home / "rejects"
+
+
+class _Bar:
+    """One progress bar on stderr whose label follows the reindex phase; ETA while copying."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description:<9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            disable=not enabled,
+        )
+        self.task: TaskID | None = None
+        self.phase = ""
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task(phase, total=total)
+        if phase != self.phase:
+            self.phase = phase
+            self.progress.reset(self.task, description=phase, total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+
+@click.command("reindex")
+@click.option(
+    "--shards", type=click.IntRange(min=1), help="Shards of the new index (default: settings)."
+)
+@click.option("--replicas", type=click.IntRange(min=0), help="Replicas of the new index.")
+@click.option(
+    "--re-embed", is_flag=True, help="Embed every item again even if the model is the same."
+)
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "scan", "server"]),
+    default="auto",
+    show_default=True,
+    help="scan: point in time + search_after (resumable, can re-embed); server: _reindex.",
+)
+@click.option("--resume", is_flag=True, help="Continue an interrupted reindex.")
+@click.option("--rollback", is_flag=True, help="Point the alias back at the previous index.")
+@click.option("--force", is_flag=True, help="With --rollback: even if recent writes cannot follow.")
+@click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
+@json_option
+@click.pass_context
+@handle_errors
+def reindex(
+    ctx: click.Context,
+    shards: int | None,
+    replicas: int | None,
+    re_embed: bool,
+    method: str,
+    resume: bool,
+    rollback: bool,
+    force: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Copy the live index into a new one (new mapping or model), verify it and swap the alias."""
+    if resume and rollback:
+        raise InvalidInput("rollback: cannot be combined with --resume", "rollback")
+    if rollback and (shards or replicas is not None or re_embed or method != "auto"):
+        raise InvalidInput("rollback: takes no --shards/--replicas/--re-embed/--method", "rollback")
+    if resume and (shards or replicas is not None):
+        raise InvalidInput("resume: the interrupted run's shards and replicas are kept", "resume")
+    if force and not rollback:
+        raise InvalidInput("force: only applies to --rollback", "force")
+    from indexer.reindex import Reindexer
+    from suli.core import open_embedder
+
+    settings = get_settings(ctx)
+    embedder = open_embedder(settings)
+    backend = _opensearch(ctx, embedder.dimension, embedder.name)
+    bar = _Bar(enabled=not dry_run)
+    engine = Reindexer(backend, embedder, rejects_dir(settings), on_progress=bar)
+    if rollback:
+        rplan = engine.plan_rollback()
+        if dry_run:
+            _show({"dry_run": True, "rollback": rplan.to_json()}, as_json, _rollback_lines)
+            return
+        with bar.progress:
+            report = engine.rollback(rplan, force=force)
+        _show({"rollback": rplan.to_json(), "report": report.to_json()}, as_json, _report_lines)
+        return
+    plan = engine.plan(
+        shards=shards, replicas=replicas, re_embed=re_embed, method=method, resume=resume
+    )
+    if dry_run:
+        _show({"dry_run": True, "plan": plan.to_json()}, as_json, _plan_lines)
+        return
+    if not as_json:
+        for line in _plan_lines({"plan": plan.to_json()}):
+            click.echo(line, err=True)
+    with bar.progress:
+        report = engine.run(plan)
+    _show({"plan": plan.to_json(), "report": report.to_json()}, as_json, _report_lines)
+
+
+def _show(body: dict[str, Any], as_json: bool, lines: Any) -> None:
+    if as_json:
+        emit_json(body)
+        return
+    for line in lines(body):
+        click.echo(line)
+
+
+def _plan_lines(body: dict[str, Any]) -> list[str]:
+    p = body["plan"]
+    target = p["target"] or f"{p['alias']}-v{p['mapping_version']}-<timestamp>"
+    return [
+        f"{'resume' if p['target'] else 'reindex'} {p['alias']}: {p['source']} -> {target}",
+        f"  mapping v{p['source_mapping_version']} -> v{p['mapping_version']}; "
+        f"model {p['source_model'] or '?'} ({p['source_dimension']}) -> {p['model']} ({p['dimension']})",
+        f"  {p['docs']} items; {p['shards']} shard(s), {p['replicas']} replica(s); "
+        f"copy by {p['method']}, {'re-embedding' if p['re_embed'] else 'keeping vectors'} "
+        f"({'; '.join(p['reasons'])})",
+        "  then: catch up writes made meanwhile, verify, swap the alias; the old index is kept",
+    ]
+
+
+def _rollback_lines(body: dict[str, Any]) -> list[str]:
+    r = body["rollback"]
+    return [
+        f"rollback {r['alias']}: {r['current']} -> {r['previous']}",
+        f"  {r['written_since_swap']} items written since the swap; carried over by: {r['mode']}",
+    ]
+
+
+def _report_lines(body: dict[str, Any]) -> list[str]:
+    r = body["report"]
+    v = r["verification"]
+    lines = [
+        f"{r['alias']} -> {r['target']} (was {r['source']}; kept for `suli reindex --rollback`)",
+        f"  copied {r['copied']} items in {r['copy_seconds']:.1f} s ({r['items_per_s']} items/s), "
+        f"{r['retries']} re-sent",
+        f"  caught up {r['caught_up']} items in {r['passes']} pass(es), removed {r['deleted']}",
+        f"  verified: {v.get('source_docs')} = {v.get('target_docs')} docs, "
+        f"{v.get('sampled')} sampled items identical",
+        f"  writes held {r['blocked_ms']:.0f} ms; alias swap {r['swap_ms']:.1f} ms; "
+        "searches never paused",
+    ]
+    return lines + [f"  note: {n}" for n in r["notes"]]
+
+
+@click.command("status")
+@click.option(
+    "--rejects",
+    "rejects",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Rejects files or folders to count (default: ./*.rejects.jsonl and $SULI_HOME/rejects).",
+)
+@json_option
+@click.pass_context
+@handle_errors
+def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None:
+    """Cluster health, nodes, the alias and its index, model, counts and pending rejects."""
+    from indexer.inventory import status as cluster_status
+
+    settings = get_settings(ctx)
+    model, dimension = _expected_model(settings)
+    backend = _opensearch(ctx, dimension, model)
+    paths = list(rejects) or [*Path.cwd().glob("*.rejects.jsonl"), rejects_dir(settings)]
+    body = cluster_status(
+        backend.client, backend.alias, (mappings.mapping_version(), model, dimension), paths
+    )
+    if as_json:
+        emit_json(body)
+    else:
+        _status_lines(body)
+    if body["cluster"]["status"] == "red":
+        sys.exit(1)
+
+
+def _status_lines(b: dict[str, Any]) -> None:
+    c = b["cluster"]
+    click.echo(
+        f"cluster {c['name']}: {c['status']}, {c['nodes']} node(s), {c['active_shards']} shards "
+        f"active, {c['unassigned_shards']} unassigned, {c['relocating_shards']} relocating"
+    )
+    for n in b["nodes"]:
+        star = "*" if n["cluster_manager"] else " "
+        click.echo(
+            f"  {star} {n['name']:<10} {n['roles']:<6} heap {n['heap_percent']}%  "
+            f"cpu {n['cpu_percent']}%  load {n['load_1m']}  disk {n['disk_used_percent']}%"
+        )
+    i = b["index"]
+    if i:
+        click.echo(
+            f"alias {b['alias']} -> {i['name']} ({i['health']}, {i['docs']} items, {i['size']})"
+        )
+        click.echo(
+            f"  mapping v{i['mapping_version']}, model {i['model'] or '?'} ({i['dimension']} dims), "
+            f"{i['shards']} shard(s) x {i['replicas']} replica(s)"
+            + (", WRITE-BLOCKED" if i["write_blocked"] else "")
+        )
+    else:
+        click.echo(f"alias {b['alias']}: no index")
+    others = [x["name"] for x in b["indices"] if not x["live"]]
+    if others:
+        click.echo(f"  older indices: {', '.join(others)} (`suli indices`)")
+    r = b["rejects"]
+    click.echo(f"pending rejects: {r['total']} line(s)")
+    for f in r["files"]:
+        click.echo(f"  {f['lines']:>6}  {f['path']}")
+    for note in b["notes"]:
+        click.echo(f"note: {note}")
+
+
+@click.group("indices", invoke_without_command=True)
+@json_option
+@click.pass_context
+@handle_errors
+def indices(ctx: click.Context, as_json: bool) -> None:
+    """Physical indices behind the alias (`suli indices drop NAME` removes an old one)."""
+    if ctx.invoked_subcommand is None:
+        _list(ctx, as_json)
+
+
+@indices.command("list")
+@json_option
+@click.pass_context
+@handle_errors
+def indices_list(ctx: click.Context, as_json: bool) -> None:
+    """List the alias's physical indices: live one, docs, mapping version, model."""
+    _list(ctx, as_json)
+
+
+def _list(ctx: click.Context, as_json: bool) -> None:
+    from indexer.inventory import physical_indices
+
+    backend = _opensearch(ctx)
+    rows = physical_indices(backend.client, backend.alias)
+    if as_json:
+        emit_json({"alias": backend.alias, "indices": [r.to_json() for r in rows]})
+        return
+    if not rows:
+        click.echo(f"no physical indices behind {backend.alias}")
+        return
+    click.echo(
+        f"  {'NAME':<42} {'DOCS':>8} {'MAP':>4} {'MODEL (DIM)':<28} {'SH/R':>5} HEALTH  STATE"
+    )
+    for r in rows:
+        state = "live" if r.live else ("blocked" if r.write_blocked else "")
+        if not r.live and r.reindex and r.reindex.get("phase") in ("copying", "copied", "failed"):
+            state = f"reindex {r.reindex.get('phase')}"
+        click.echo(
+            f"{'*' if r.live else ' '} {r.name:<42} {r.docs:>8} {'v' + str(r.mapping_version):>4} "
+            f"{f'{r.model or chr(63)} ({r.dimension})':<28} {f'{r.shards}/{r.replicas}':>5} "
+            f"{r.health:<7} {state}"
+        )
+
+
+@indices.command("drop")
+@click.argument("name")
+@click.pass_context
+@handle_errors
+def indices_drop(ctx: click.Context, name: str) -> None:
+    """Delete an old physical index (never the live one)."""
+    from indexer.inventory import drop
+
+    backend = _opensearch(ctx)
+    drop(backend.client, backend.alias, name)
+    click.echo(f"dropped {name}", err=True)

@@ -1,0 +1,349 @@
+"""Moving documents between two physical indices: snapshot pages, `_seq_no` catch-up, id diff, checks.
+
+Every read asks for complete answers (`allow_partial_search_results=false`): a shard that
+fails must stop the copy, never silently shorten it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from indexer.inventory import call
+from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch_bodies import doc_to_item
+from suli.embedding import Embedder
+from suli.errors import BackendUnavailable
+from suli.models import Item
+
+Hit = dict[str, Any]
+Checkpoints = dict[str, int]  # shard number (as a JSON key) -> sequence number
+PAGE = 500
+KEEP_ALIVE = "10m"  # a point in time outlives the slowest page (500 items on the real model)
+VECTOR_TOLERANCE = 1e-6
+
+
+def _complete(resp: dict[str, Any], what: str) -> dict[str, Any]:
+    shards = resp.get("_shards") or {}
+    if shards.get("failed"):
+        raise BackendUnavailable(
+            f"{what}: {shards['failed']} shard(s) failed; nothing was lost, retry"
+        )
+    return resp
+
+
+def checkpoints(client: OpenSearch, index: str) -> Checkpoints:
+    """Each shard's global checkpoint: every write at or below it is on all of that shard's copies."""
+    stats = call(lambda: client.indices.stats(index=index, level="shards"), f"stats of {index}")
+    out: Checkpoints = {}
+    for shard, copies in stats["indices"][index]["shards"].items():
+        primary = [c for c in copies if c["routing"]["primary"]]
+        if not primary:
+            raise BackendUnavailable(f"{index} shard {shard} has no active primary")
+        out[str(shard)] = int(primary[0]["seq_no"]["global_checkpoint"])
+    return out
+
+
+def settled(client: OpenSearch, index: str) -> bool:
+    """True when no write is in flight: on every shard the highest sequence number is on all copies."""
+    stats = call(lambda: client.indices.stats(index=index, level="shards"), f"stats of {index}")
+    # Primaries only: a replica learns the global checkpoint late (with the next write, or
+    # a background sync every 30 s), the primary as soon as each replica acknowledges.
+    return all(
+        c["seq_no"]["max_seq_no"] == c["seq_no"]["global_checkpoint"]
+        for copies in stats["indices"][index]["shards"].values()
+        for c in copies
+        if c["routing"]["primary"]
+    )
+
+
+def refresh(client: OpenSearch, *indices: str) -> None:
+    call(lambda: client.indices.refresh(index=",".join(indices)), "refresh")
+
+
+def pages(
+    client: OpenSearch,
+    *,
+    index: str | None = None,
+    pit: str | None = None,
+    query: dict[str, Any] | None = None,
+    preference: str | None = None,
+    after: str | None = None,
+    source: bool = True,
+    size: int = PAGE,
+) -> Iterator[list[Hit]]:
+    """Pages of hits sorted by item id, from `after` on (ids are unique, so this can resume)."""
+    while True:
+        body: dict[str, Any] = {
+            "size": size,
+            "query": query or {"match_all": {}},
+            "sort": [{"id": "asc"}],
+            "_source": source,
+            "track_total_hits": False,
+        }
+        if after is not None:
+            body["search_after"] = [after]
+        params: dict[str, Any] = {"allow_partial_search_results": "false"}
+        if pit:
+            body["pit"] = {"id": pit, "keep_alive": KEEP_ALIVE}
+        if preference:
+            params["preference"] = preference
+        resp = call(partial(client.search, index=index, body=body, params=params), "copy read")
+        hits = _complete(resp, "copy read")["hits"]["hits"]
+        if not hits:
+            return
+        yield hits
+        after = str(hits[-1]["sort"][0])
+
+
+def fetch(client: OpenSearch, index: str, ids: Sequence[str]) -> dict[str, Hit]:
+    """Current documents by id (real-time: no refresh needed); absent ids are left out."""
+    if not ids:
+        return {}
+    resp = call(lambda: client.mget(index=index, body={"ids": list(ids)}), f"read of {index}")
+    return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
+
+
+def same_vector(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return all(math.isclose(x, y, abs_tol=VECTOR_TOLERANCE) for x, y in zip(a, b, strict=True))
+
+
+def first_difference(a: Item, b: Item) -> str | None:
+    """The first field in which two items differ (None when equal)."""
+    for f in fields(Item):
+        if getattr(a, f.name) != getattr(b, f.name):
+            return f.name
+    return None
+
+
+class Converter:
+    """Source documents -> (Item, vector) pairs in the target's shape.
+
+    With an embedder the vectors are made again (a changed model), except where the target
+    already holds the same embedded text; without one the stored vectors are kept.
+    """
+
+    def __init__(self, embedder: Embedder | None) -> None:
+        self.embedder = embedder
+
+    @property
+    def keeps_vectors(self) -> bool:
+        return self.embedder is None
+
+    def convert(
+        self, docs: Sequence[dict[str, Any]], existing: dict[str, Hit] | None = None
+    ) -> list[tuple[Item, Sequence[float]]]:
+        items = [doc_to_item(d) for d in docs]
+        if self.embedder is None:
+            return [(it, d["vector"]) for it, d in zip(items, docs, strict=True)]
+        existing = existing or {}
+        out: list[tuple[Item, Sequence[float]] | None] = [None] * len(items)
+        todo: list[int] = []
+        for n, it in enumerate(items):
+            old = existing.get(it.id)
+            if old is not None and doc_to_item(old).embed_text() == it.embed_text():
+                out[n] = (it, old["vector"])
+            else:
+                todo.append(n)
+        if todo:
+            vectors = self.embedder.embed_documents([items[n].embed_text() for n in todo])
+            for row, n in enumerate(todo):
+                out[n] = (items[n], [float(x) for x in vectors[row]])
+        return [pair for pair in out if pair is not None]
+
+    def unchanged(self, doc: Hit, target: Hit | None) -> bool:
+        """True when the target already holds what converting doc would write."""
+        if target is None or doc_to_item(doc) != doc_to_item(target):
+            return False
+        return not self.keeps_vectors or same_vector(doc.get("vector"), target.get("vector"))
+
+
+@dataclass
+class Copied:
+    """What one copy step wrote."""
+
+    written: int = 0
+    rejected: dict[str, str] = field(default_factory=dict)
+    retries: int = 0
+
+    def add(self, other: Copied) -> None:
+        self.written += other.written
+        self.rejected.update(other.rejected)
+        self.retries += other.retries
+
+
+def write(
+    backend: OpenSearchBackend, target: str, pairs: list[tuple[Item, Sequence[float]]]
+) -> Copied:
+    if not pairs:
+        return Copied()
+    out = backend.upsert(pairs, index=target)
+    return Copied(len(out.indexed), dict(out.rejected), out.retries)
+
+
+def copy_changed(
+    client: OpenSearch,
+    backend: OpenSearchBackend,
+    converter: Converter,
+    target: str,
+    docs: list[Hit],
+) -> Copied:
+    """Write the docs the target does not hold yet in this form (re-checked: passes overlap)."""
+    existing = fetch(client, target, [d["id"] for d in docs])
+    todo = [d for d in docs if not converter.unchanged(d, existing.get(d["id"]))]
+    return write(backend, target, converter.convert(todo, existing))
+
+
+def catch_up(
+    client: OpenSearch,
+    backend: OpenSearchBackend,
+    converter: Converter,
+    source: str,
+    target: str,
+    since: Checkpoints,
+) -> tuple[Copied, Checkpoints]:
+    """Copy every document written to source above `since`, per shard; returns the new marks.
+
+    The marks are read before the refresh, so each write at or below them is visible to the
+    queries that follow; a write above them is found by the next pass.
+    """
+    now = checkpoints(client, source)
+    refresh(client, source)
+    done = Copied()
+    for shard, after in sorted(since.items()):
+        if now.get(shard, after) <= after:
+            continue
+        query = {"range": {"_seq_no": {"gt": after}}}
+        for hits in pages(client, index=source, query=query, preference=f"_shards:{shard}"):
+            done.add(copy_changed(client, backend, converter, target, [h["_source"] for h in hits]))
+    return done, {**since, **now}
+
+
+def _ids(client: OpenSearch, index: str) -> Iterator[str]:
+    for hits in pages(client, index=index, source=False, size=5000):
+        yield from (str(h["sort"][0]) for h in hits)
+
+
+def id_diff(client: OpenSearch, source: str, target: str) -> tuple[list[str], list[str]]:
+    """Ids missing from target and ids only target has (both indices must be quiet)."""
+    return diff_sorted(_ids(client, source), _ids(client, target))
+
+
+def diff_sorted(a: Iterator[str], b: Iterator[str]) -> tuple[list[str], list[str]]:
+    """Merge two ascending id streams: (only in a, only in b)."""
+    missing: list[str] = []
+    extra: list[str] = []
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x < y):
+            missing.append(x)  # type: ignore[arg-type]
+            x = next(a, None)
+        elif x is None or y < x:
+            extra.append(y)
+            y = next(b, None)
+        else:
+            x, y = next(a, None), next(b, None)
+    return missing, extra
+
+
+def delete_ids(client: OpenSearch, index: str, ids: Sequence[str]) -> None:
+    """Remove documents deleted from the source while it was copied."""
+    if not ids:
+        return
+    lines: list[dict[str, Any]] = [{"delete": {"_index": index, "_id": i}} for i in ids]
+    resp = call(lambda: client.bulk(body=lines, params={"refresh": "true"}), "delete")
+    failed = [i["delete"] for i in resp["items"] if i["delete"].get("status") not in (200, 404)]
+    if failed:
+        raise BackendUnavailable(f"could not delete {len(failed)} ids from {index}: {failed[:3]}")
+
+
+def count(client: OpenSearch, index: str) -> int:
+    resp = call(lambda: client.count(index=index), f"count of {index}")
+    return int(_complete(resp, f"count of {index}")["count"])
+
+
+@dataclass
+class Verification:
+    source_docs: int
+    target_docs: int
+    sampled: int
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.source_docs == self.target_docs
+
+
+def verify(
+    client: OpenSearch,
+    source: str,
+    target: str,
+    dimension: int,
+    converter: Converter,
+    sample: int,
+    seed: int,
+    embed_check: Callable[[list[Item]], list[Sequence[float]]] | None = None,
+) -> Verification:
+    """Counts equal; a random sample of ids has identical items and right-sized vectors."""
+    refresh(client, source, target)
+    src_docs, tgt_docs = count(client, source), count(client, target)
+    problems: list[str] = []
+    if src_docs != tgt_docs:
+        problems.append(f"doc counts differ: {source} has {src_docs}, {target} has {tgt_docs}")
+    body = {
+        "size": sample,
+        "query": {
+            "function_score": {
+                "random_score": {"seed": seed, "field": "_seq_no"},
+                "boost_mode": "replace",
+            }
+        },
+    }
+    resp = call(lambda: client.search(index=source, body=body), "sample read")
+    picked = {h["_id"]: h["_source"] for h in _complete(resp, "sample read")["hits"]["hits"]}
+    copies = fetch(client, target, list(picked))
+    for doc_id, doc in picked.items():
+        copy = copies.get(doc_id)
+        if copy is None:
+            problems.append(f"{doc_id}: missing from {target}")
+            continue
+        diff = first_difference(doc_to_item(doc), doc_to_item(copy))
+        if diff:
+            problems.append(f"{doc_id}: field {diff} differs")
+        vector = copy.get("vector") or []
+        if len(vector) != dimension:
+            problems.append(f"{doc_id}: vector has {len(vector)} dimensions, not {dimension}")
+        elif converter.keeps_vectors and not same_vector(doc.get("vector"), vector):
+            problems.append(f"{doc_id}: vector differs")
+    if embed_check and not converter.keeps_vectors:
+        few = [doc_to_item(copies[i]) for i in list(copies)[:10]]
+        for it, vec in zip(few, embed_check(few), strict=True):
+            # Not bit-equal: the model pads each batch differently, which moves the last digits.
+            if _cosine(copies[it.id]["vector"], vec) < 0.999:
+                problems.append(f"{it.id}: vector is not the new model's embedding")
+    return Verification(src_docs, tgt_docs, len(picked), problems[:20])
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norms if norms else 0.0
+
+
+def count_since(client: OpenSearch, index: str, since: Checkpoints) -> int:
+    """How many documents were written to index above the marks (e.g. since a swap)."""
+    refresh(client, index)
+    total = 0
+    for shard, after in since.items():
+        body = {"query": {"range": {"_seq_no": {"gt": after}}}}
+        params = {"preference": f"_shards:{shard}"}
+        resp = call(partial(client.count, index=index, body=body, params=params), "count")
+        total += int(_complete(resp, f"count of {index}")["count"])
+    return total
