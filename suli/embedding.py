@@ -259,6 +259,7 @@ class VectorCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # The timeout waits out another process's write instead of failing with "locked".
+        # Open one VectorCache per process: a SQLite connection must not cross a fork.
         self._conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
         self._lock = threading.Lock()  # one connection, shared by the threads of one process
         with self._lock, self._conn:
