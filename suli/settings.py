@@ -59,7 +59,8 @@ class Settings(BaseSettings):
     text_weight: float = Field(default=1.0, ge=0)
     vector_weight: float = Field(default=1.0, ge=0)
     candidate_depth: int = Field(default=100, ge=1, le=1000)
-    meaning_margin: float = Field(default=0.1, ge=0, le=2)
+    # Tuned on NFCorpus dev: 0.3 cost no nDCG@10 there; 0.1 cost 0.003 and 0.05 of recall@100.
+    meaning_margin: float = Field(default=0.3, ge=0, le=2)
     outcome_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_OUTCOME_WEIGHTS))
 
     # Service

@@ -16,7 +16,7 @@ import re2
 from suli.backends.base import Facets, TextFields
 from suli.errors import InvalidInput
 from suli.models import Filters, Item, Station
-from suli.text import ENGLISH_STOPWORDS, words
+from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
 from suli.visibility import Visibility
 
 SCHEMA_VERSION = 2
@@ -30,8 +30,8 @@ TOKENIZERS: dict[TextFields, str] = {
     "plain": "unicode61 remove_diacritics 2",
 }
 FTS_COLUMNS = ("title", "body", "caption", "path", "tags_text")
-# Column weights of TEXT_FIELDS in opensearch_bodies: title 3, tags 2, the others 1.
-BM25_WEIGHTS = (3.0, 1.0, 1.0, 1.0, 2.0)
+# The same field weights as the OpenSearch text leg, in FTS_COLUMNS order.
+BM25_WEIGHTS = tuple(FIELD_WEIGHTS["tags" if c == "tags_text" else c] for c in FTS_COLUMNS)
 # Highlighted columns (FTS column index) in the order ordered_highlights gives: body first.
 HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 # The facets of opensearch_bodies.FACET_FIELDS, in the same order.

@@ -221,8 +221,8 @@ class KeepRules:
         return make_searcher(items, [principal("prn_p")], embedder=emb)
 
     def test_meaning_only_matches_must_be_near_the_best(self, meaning: World) -> None:
-        assert meaning.settings.meaning_margin == pytest.approx(0.1)
-        resp = meaning.search("prn_p", "zebra", explain=True, limit=25)
+        narrow = meaning.with_settings(meaning_margin=0.1)
+        resp = narrow.search("prn_p", "zebra", explain=True, limit=25)
         kept = {r.id: r.explain.kept for r in resp.results if r.explain}
         assert kept["itm_word"] == "word-match"  # poor vector, kept for its word
         assert kept["itm_best"] == "meaning-within-margin"
