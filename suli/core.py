@@ -9,7 +9,9 @@ from suli.settings import Settings
 
 
 def open_embedder(settings: Settings) -> Embedder:
-    return build_embedder(settings.embedder, settings.vector_cache_path)
+    return build_embedder(
+        settings.embedder, settings.vector_cache_path, batch_size=settings.embed_batch_size
+    )
 
 
 def open_backend(settings: Settings, embedder: Embedder) -> Backend:
