@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suli.backends import embedded_sql
-from suli.backends.base import LegQuery
+from suli.backends.base import LegQuery, TextFields
 from suli.backends.embedded import EmbeddedBackend
 from suli.backends.embedded_vectors import Matrix
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -97,10 +97,11 @@ def random_world(seed: int) -> tuple[list[Item], list[Principal], list[BoardAcl]
     return items, principals, acls
 
 
+World = tuple[EmbeddedBackend, list[Item], list[Principal]]
+
+
 @pytest.fixture(scope="module")
-def world(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[EmbeddedBackend, list[Item], list[Principal]]]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     items, principals, acls = random_world(seed=20260301)
     b = EmbeddedBackend(tmp_path_factory.mktemp("world") / "suli.db", DIM)
     rng = np.random.default_rng(1)
@@ -116,7 +117,7 @@ def _vis(b: EmbeddedBackend, p: Principal) -> Visibility:
     return visibility_for(p, b.acls(p.workspace))
 
 
-def test_every_read_path_sees_exactly_what_can_see_allows(world) -> None:  # type: ignore[no-untyped-def]
+def test_every_read_path_sees_exactly_what_can_see_allows(world: World) -> None:
     b, items, principals = world
     for p in principals:
         vis = _vis(b, p)
@@ -142,7 +143,7 @@ def test_every_read_path_sees_exactly_what_can_see_allows(world) -> None:  # typ
             assert {it.id for it in b.referencing(vis, target, 500)} == citing & shown
 
 
-def test_knn_depth_is_filled_with_visible_items_nearest_first(world) -> None:  # type: ignore[no-untyped-def]
+def test_knn_depth_is_filled_with_visible_items_nearest_first(world: World) -> None:
     b, items, principals = world
     vecs = b.vectors(Visibility("ws_a", "nobody", frozenset(BOARDS)), [it.id for it in items])
     q = np.asarray(axis(3), dtype=np.float32)
@@ -216,7 +217,7 @@ SINGLE_FILTERS = [
 
 
 @pytest.mark.parametrize("f", SINGLE_FILTERS)
-def test_each_filter_alone_agrees_with_python(world, f: Filters) -> None:  # type: ignore[no-untyped-def]
+def test_each_filter_alone_agrees_with_python(world: World, f: Filters) -> None:
     b, items, principals = world
     for p in principals:
         vis = _vis(b, p)
@@ -232,7 +233,7 @@ def test_each_filter_alone_agrees_with_python(world, f: Filters) -> None:  # typ
 
 @settings(max_examples=60, deadline=None, database=None)
 @given(f=FILTERS, who=st.sampled_from(range(len(PEOPLE))))
-def test_filters_in_sql_agree_with_python(world, f: Filters, who: int) -> None:  # type: ignore[no-untyped-def]
+def test_filters_in_sql_agree_with_python(world: World, f: Filters, who: int) -> None:
     b, items, principals = world
     vis = _vis(b, principals[who])
     want = {it.id for it in items if can_see(vis, it) and _matches(it, f)}
@@ -244,7 +245,7 @@ def test_filters_in_sql_agree_with_python(world, f: Filters, who: int) -> None: 
     assert b.facets(vis, f).total == len(want)
 
 
-def test_facets_count_visible_items_per_value(world) -> None:  # type: ignore[no-untyped-def]
+def test_facets_count_visible_items_per_value(world: World) -> None:
     b, items, principals = world
     for p in principals:
         vis = _vis(b, p)
@@ -264,7 +265,7 @@ def test_facets_count_visible_items_per_value(world) -> None:  # type: ignore[no
             assert [n for _, n in values] == sorted((n for _, n in values), reverse=True)
 
 
-def test_browse_is_newest_first_with_undated_items_last(world) -> None:  # type: ignore[no-untyped-def]
+def test_browse_is_newest_first_with_undated_items_last(world: World) -> None:
     b, _, principals = world
     got, _ = b.browse(_vis(b, principals[0]), Filters(), 500)
     dated = [it.last_activity_at for it in got if it.last_activity_at]
@@ -294,8 +295,9 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_match_expression_is_quoted_words_only(text: str) -> None:
-    for flavour in ("stemmed", "plain"):
-        expr = embedded_sql.match_expression(text, flavour)  # type: ignore[arg-type]
+    flavours: tuple[TextFields, ...] = ("stemmed", "plain")
+    for flavour in flavours:
+        expr = embedded_sql.match_expression(text, flavour)
         if expr is None:
             continue
         for part in expr.split(" OR "):
@@ -308,8 +310,9 @@ def test_hostile_text_searches_as_plain_words(store: EmbeddedBackend, text: str)
         (Item("itm_foo", "ws", "foo report", body="bar and x notes"), axis(0)),
         (Item("itm_other", "ws", "title of nothing", body="NEAR NOT OR AND words"), axis(1)),
     ])  # fmt: skip
-    for flavour in ("stemmed", "plain"):
-        legs = store.search(LegQuery(everyone(), Filters(), text, None, 10, text_fields=flavour))  # type: ignore[arg-type]
+    flavours: tuple[TextFields, ...] = ("stemmed", "plain")
+    for flavour in flavours:
+        legs = store.search(LegQuery(everyone(), Filters(), text, None, 10, text_fields=flavour))
         assert all(h.item.id in ("itm_foo", "itm_other") for h in legs.text)
 
 
