@@ -24,13 +24,14 @@ T = TypeVar("T")
 
 CANDIDATE_SETS = 16  # per generation: a principal's repeated searches skip the SQL scan
 FACET_SETS = 64
-GENERATIONS_KEPT = 2
+GENERATIONS_KEPT = 2  # the newest and the one before: reads that began just before a write
 # Below this share of the stored rows the candidates' vectors are gathered and scored;
 # above it scoring every row and picking the candidates' scores is cheaper.
 GATHER_SHARE = 0.25
 # Up to this many rows numpy's own loop (einsum) scores faster than BLAS, whose threads
-# cost more than they save on small matrices when the cores are busy (bench/embedded.py:
-# 10k rows 1.8 ms vs 16 ms p50 with a load of 10 on 2 cores; at 100k BLAS wins, 54 vs 76 ms).
+# cost more than they save on small matrices when the cores are busy (measured on the
+# 2-core dev machine at load 10: 10k x 384 rows 1.8 ms vs 16 ms p50; at 100k BLAS wins,
+# 54 vs 76 ms).
 EINSUM_MAX_ROWS = 32_768
 
 
