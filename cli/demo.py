@@ -23,7 +23,13 @@ def default_db() -> Path:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Store file (default ~/.local/share/suli/demo.db).",
 )
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8000,
+    show_default=True,
+    envvar="SULI_DEMO_PORT",
+)
 @click.option(
     "--as", "principal_id", default="prn_ana", show_default=True, help="Whose token to print."
 )

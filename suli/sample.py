@@ -272,7 +272,7 @@ def _binary(base: Item, rng: random.Random) -> Item:
         base,
         media_type=kind[0],
         path=f"uploads/{base.id}/{base.title.split(':')[0].lower().replace(' ', '-')}.{kind[1]}",
-        caption=f"{kind[2]} for {base.title}",
+        caption=f"{kind[2]}: {rng.choice(['whiteboard photo', 'final export', 'scan of the signed copy'])}",
         body="",
     )
 

@@ -1,0 +1,92 @@
+"""The README's first command works on a fresh clone with nothing but Python.
+
+It runs the command exactly as the README states it, in a fresh `git clone` with a fresh venv
+and an empty HOME, then queries the demo over HTTP with the token it printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_commands() -> list[str]:
+    block = re.search(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    assert block, "README has no bash block at the top"
+    return [ln for ln in block.group(1).splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def test_readme_has_exactly_two_setup_commands() -> None:
+    cmds = readme_commands()
+    assert len(cmds) == 2
+    assert cmds[0].endswith("suli demo")
+    assert cmds[1].endswith(".venv/bin/pytest")
+    assert ".venv/bin/pytest" in (REPO / ".ci" / "run").read_text()  # CI runs the README's tests
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_first_command_on_a_fresh_clone(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    port = free_port()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")),
+        "SULI_DEMO_PORT": str(port),
+        "PYTHONUNBUFFERED": "1",
+    }
+    log = tmp_path / "demo.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            ["bash", "-c", readme_commands()[0]],
+            cwd=clone,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        token = None
+        deadline = time.monotonic() + 900  # pip install from the local cache, then loading
+        while time.monotonic() < deadline and proc.poll() is None:
+            m = re.search(r"\(shown once\): (\S+)", log.read_text())
+            if m:
+                token = m.group(1)
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                    break
+                except OSError:
+                    pass
+            time.sleep(2)
+        assert token, f"the demo printed no token; log:\n{log.read_text()[-3000:]}"
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/v1/search?q=deploy+checklist",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        body = json.load(urllib.request.urlopen(req, timeout=60))
+        assert body["results"], body
+        assert any("deploy" in r["title"].lower() for r in body["results"][:3])
+        assert all(r["scope"] != "personal" or r.get("board") is None for r in body["results"])
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
