@@ -1,0 +1,229 @@
+"""Native hybrid: OpenSearch's `hybrid` query + RRF score-ranker vs Suli's fusion in Python.
+
+    python -m bench.native_hybrid --start-node            # fetch plugin, start :9290, run, stop
+    python -m bench.native_hybrid --url http://127.0.0.1:9290 --queries 100 --rounds 3
+
+Needs a node with the neural-search plugin (2.19.1.0, Maven Central); `--start-node` fetches it
+with mvn and starts a separate single node (own state dir, port 9290) so shared nodes are
+untouched. NFCorpus is indexed there from the cached vectors. Both sides use the same bodies:
+Suli's BM25 and filtered k-NN legs (depth 100) and k=60; Suli runs with neutral weights and
+no meaning gate (meaning_margin=2.0). Sides alternate query by query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from opensearchpy import OpenSearch
+
+from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
+from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_vectors, summarise
+from suli.backends.base import LegQuery
+from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch_bodies import HIGHLIGHT_FIELDS, SOURCE_EXCLUDES, text_leg, vector_leg
+from suli.embedding import build_embedder
+from suli.models import Filters, SearchRequest
+from suli.service import Searcher
+from suli.settings import Settings
+from suli.text import only_common_words
+from suli.visibility import Visibility, visibility_for
+
+PIPELINE = "suli-bench-rrf"
+ARTIFACT = "org.opensearch.plugin:neural-search:2.19.1.0:zip"
+OS_HOME = Path.home() / ".cache" / "suli" / "opensearch-2.19.1"
+PLUGINS = (
+    "org.opensearch.transport.Netty4Plugin,org.opensearch.painless.PainlessPlugin,"
+    "org.opensearch.analysis.common.CommonAnalysisPlugin,"
+    "org.opensearch.index.mapper.MapperExtrasPlugin,org.opensearch.knn.plugin.KNNPlugin,"
+    "org.opensearch.neuralsearch.plugin.NeuralSearch"
+)
+
+
+def start_node(state: Path, port: int) -> subprocess.Popen[bytes]:
+    """A single node with k-NN + neural-search on `port`; plugin jars from Maven Central."""
+    jars = state / "neural-jars"
+    if not any(jars.glob("opensearch-neural-search-*.jar")):
+        dl = state / "download"
+        dl.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["mvn", "-B", "-q", "dependency:copy", f"-Dartifact={ARTIFACT}",
+             f"-DoutputDirectory={dl}"],
+            check=True,
+        )  # fmt: skip
+        jars.mkdir(exist_ok=True)
+        with zipfile.ZipFile(next(dl.glob("neural-search-*.zip"))) as z:
+            for name in z.namelist():
+                if name.endswith(".jar"):
+                    (jars / Path(name).name).write_bytes(z.read(name))
+    home = state / "node"
+    shutil.rmtree(home, ignore_errors=True)
+    (home / "config").mkdir(parents=True)
+    (home / "tmp").mkdir()
+    log4j = next((Path.home() / ".cache" / "suli" / "cluster" / "nodes").glob("*/config/log4j2*"))
+    shutil.copy(log4j, home / "config")
+    (home / "config" / "opensearch.yml").write_text(
+        f"cluster.name: bench-neural\nnode.name: nn1\nnetwork.host: 127.0.0.1\n"
+        f"http.port: {port}\ntransport.port: {port + 100}\ndiscovery.type: single-node\n"
+        "cluster.routing.allocation.disk.threshold_enabled: false\n"
+    )
+    cp = f"{OS_HOME}/launcher:{OS_HOME}/lib/*:{OS_HOME}/knn/*:{jars}/*"
+    cmd = ["java", "-Xms768m", "-Xmx768m", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
+           "-Djava.awt.headless=true", "-Djna.nosys=true", "-Djava.locale.providers=SPI,COMPAT",
+           "-Dlog4j2.disable.jmx=true", f"-Djava.io.tmpdir={home / 'tmp'}",
+           f"-Dosnode.plugins={PLUGINS}", "-cp", cp, "OsNode", str(home)]  # fmt: skip
+    log = open(state / "node.out", "wb")  # noqa: SIM115 - lives as long as the node
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    client = OpenSearch(f"http://127.0.0.1:{port}")
+    for _ in range(300):
+        if proc.poll() is not None:
+            raise RuntimeError(f"node exited {proc.returncode}; see {state / 'node.out'}")
+        try:
+            client.cluster.health(wait_for_status="yellow", timeout="1s")
+            return proc
+        except Exception:
+            time.sleep(1)
+    raise RuntimeError("node did not answer within 300 s")
+
+
+def ensure_corpus(url: str, alias: str, limit: int | None) -> OpenSearchBackend:
+    """NFCorpus from the cached vectors, indexed once; the RRF search pipeline."""
+    settings = Settings(opensearch_url=url, index_alias=alias, acl_index=f"{alias}-acl")
+    backend = OpenSearchBackend(settings, 384, "all-MiniLM-L6-v2-int8")
+    backend.ensure_ready()
+    items = load_items(limit)
+    if backend.count() != len(items):
+        vecs = build_embedder("minilm", CACHE).embed_documents([i.embed_text() for i in items])
+        for s in range(0, len(items), 500):
+            out = backend.upsert([(it, vecs[s + n]) for n, it in enumerate(items[s : s + 500])])
+            assert not out.rejected, out.rejected
+        backend.refresh()
+    backend.client.transport.perform_request(
+        "PUT",
+        f"/_search/pipeline/{PIPELINE}",
+        body={
+            "description": "RRF over hybrid sub-queries (bench)",
+            "phase_results_processors": [
+                {
+                    "score-ranker-processor": {
+                        "combination": {"technique": "rrf", "rank_constant": 60}
+                    }
+                }
+            ],
+        },
+    )
+    return backend
+
+
+def hybrid_body(vis: Visibility, text: str, vec: Sequence[float], depth: int) -> dict[str, Any]:
+    """The same two leg queries as Suli's, as sub-queries of one `hybrid` query."""
+    fields = "plain" if only_common_words(text) else "stemmed"
+    q = LegQuery(vis, Filters(), text, [float(x) for x in vec], depth, fields)
+    return {
+        "size": 10,
+        "_source": {"excludes": SOURCE_EXCLUDES},
+        "query": {
+            "hybrid": {
+                "pagination_depth": depth,  # candidates per sub-query, like Suli's depth
+                "queries": [text_leg(q)["query"], vector_leg(q)["query"]],
+            }
+        },
+        "highlight": {
+            "encoder": "html",
+            "pre_tags": ["<mark>"],
+            "post_tags": ["</mark>"],
+            "fragment_size": 160,
+            "number_of_fragments": 1,
+            "fields": {f: {} for f in HIGHLIGHT_FIELDS[fields]},
+        },
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--url", default="http://127.0.0.1:9290")
+    ap.add_argument("--start-node", action="store_true")
+    ap.add_argument("--state", default=str(Path.home() / ".cache" / "suli" / "bench-neural"))
+    ap.add_argument("--alias", default="bench-hybrid")
+    ap.add_argument("--limit-docs", type=int)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    proc = None
+    if args.start_node:
+        port = int(args.url.rsplit(":", 1)[1])
+        proc = start_node(Path(args.state), port)
+    try:
+        return run(args)
+    finally:
+        if proc is not None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(60)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    backend = ensure_corpus(args.url, args.alias, args.limit_docs)
+    texts = list(load_queries(set(load_qrels("test"))).values())[: args.queries]
+    vectors = query_vectors(texts)
+    settings = Settings(
+        opensearch_url=args.url,
+        index_alias=args.alias,
+        acl_index=f"{args.alias}-acl",
+        meaning_margin=2.0,
+        text_weight=1.0,
+        vector_weight=1.0,
+        rrf_k=60,
+    )
+    searcher = Searcher(backend, LookupEmbedder(vectors), settings)
+    backend.put_principals([PRINCIPAL])
+    backend.refresh()
+    vis = visibility_for(PRINCIPAL, backend.acls(WORKSPACE))
+    client = backend.client
+    depth = settings.candidate_depth
+
+    def native(q: str) -> list[str]:
+        r = client.search(
+            index=args.alias,
+            body=hybrid_body(vis, q, vectors[q], depth),
+            params={"search_pipeline": PIPELINE},
+        )
+        return [h["_id"] for h in r["hits"]["hits"]]
+
+    def suli(q: str) -> list[str]:
+        return [r.id for r in searcher.search(PRINCIPAL, SearchRequest(query=q, limit=10)).results]
+
+    same, overlap = 0, []
+    for q in texts:
+        a, b = native(q), suli(q)
+        same += a == b
+        overlap.append(len(set(a) & set(b)) / max(len(a), 1))
+    sides: dict[str, Callable[[str], Any]] = {"native_hybrid_rrf": native, "suli_fusion": suli}
+    times = interleave(sides, texts, args.rounds)
+    report = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "docs": backend.count(),
+        "queries": len(texts),
+        "rounds": args.rounds,
+        "identical_top10_share": round(same / len(texts), 3),
+        "mean_top10_overlap": round(float(np.mean(overlap)), 4),
+        "sides": summarise(times, "native_hybrid_rrf"),
+    }
+    print(json.dumps(report, indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()
