@@ -115,8 +115,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     qvecs = np.stack([qv[t] for t in texts]).astype(np.float32)
     backend, drop = open_target(args.backend, args.url, matrix.shape[1])
     try:
-        for s in range(0, len(items), 500):
-            out = backend.upsert([(it, matrix[s + i]) for i, it in enumerate(items[s : s + 500])])
+        for s in range(0, len(items), 100):  # small bulks: a loaded node answers in time
+            out = backend.upsert([(it, matrix[s + i]) for i, it in enumerate(items[s : s + 100])])
             assert not out.rejected, out.rejected
         refresh = getattr(backend, "refresh", None)
         if refresh:
