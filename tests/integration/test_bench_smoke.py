@@ -1,0 +1,100 @@
+"""A tiny run of each bench script against the real node, so the benchmarks do not rot.
+
+Sizes are a few documents and queries: these runs check that the scripts work and report
+what they claim, never how fast anything is (speed lives in bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opensearchpy import OpenSearch
+
+from suli.backends.opensearch import OpenSearchBackend
+from suli.embedding import build_embedder
+from suli.settings import Settings
+
+# bench/ is not an installed package (it ships nothing): import it from the repository root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench import filtered_knn, indexing, native_hybrid, overhead
+from bench.nfcorpus import load_items
+
+pytestmark = [pytest.mark.integration, pytest.mark.model]
+
+
+@pytest.fixture
+def tiny_corpus(opensearch_url: str) -> Iterator[str]:
+    """An alias holding the first 30 NFCorpus documents; dropped afterwards."""
+    alias = f"test-{uuid.uuid4().hex[:8]}"
+    backend = OpenSearchBackend(
+        Settings(opensearch_url=opensearch_url, index_alias=alias, acl_index=f"{alias}-acl"), 384
+    )
+    backend.ensure_ready()
+    items = load_items(30)
+    vectors = build_embedder("minilm", overhead.CACHE).embed_documents(
+        [it.embed_text() for it in items]
+    )
+    assert not backend.upsert(list(zip(items, vectors, strict=True))).rejected
+    backend.refresh()
+    yield alias
+    client = OpenSearch(opensearch_url)
+    names = set(client.indices.get_alias(name=alias))
+    for extra in (f"{alias}-o-acl", f"{alias}-acl"):  # alias -o goes with the index
+        if client.indices.exists(index=extra):
+            names.add(extra)
+    client.indices.delete(index=",".join(names))
+
+
+def test_overhead_reports_every_side(opensearch_url: str, tiny_corpus: str) -> None:
+    report = overhead.main(
+        ["--url", opensearch_url, "--source-alias", tiny_corpus, "--alias", f"{tiny_corpus}-o",
+         "--queries", "3", "--rounds", "1"]
+    )  # fmt: skip
+    assert report["docs"] == 30
+    assert set(report["sides"]) == {"raw_msearch", "suli_core", "suli_http"}
+    assert all(s["n"] == 3 for s in report["sides"].values())
+    assert report["sides"]["raw_msearch"]["p50_ratio"] == 1.0
+    assert "msearch" in report["core_phases_p50_ms"]
+
+
+@pytest.mark.parametrize("backend", ["opensearch", "embedded"])
+def test_filtered_knn_recall_is_exact_on_a_tiny_corpus(opensearch_url: str, backend: str) -> None:
+    report = filtered_knn.main(
+        ["--url", opensearch_url, "--backend", backend, "--limit-docs", "60", "--queries", "3"]
+    )
+    fractions = report["fractions"]
+    assert list(fractions) == ["100%", "10%", "1%", "0.1%"]
+    assert fractions["100%"]["visible_items"] == 60
+    # Asked at Suli's depth (k=100 over 60 documents) every visible item comes back: exact.
+    assert all(f["recall@10_k100"] == 1.0 for f in fractions.values())
+    if backend == "embedded":  # brute force at any k
+        assert all(f["recall@10_k10"] == 1.0 for f in fractions.values())
+
+
+def test_indexing_writes_and_embeds(opensearch_url: str) -> None:
+    report = indexing.main(
+        ["--url", opensearch_url, "--limit-docs", "20", "--rounds", "1", "--embed-passages", "4",
+         "--embed-rounds", "1", "--query-runs", "2"]
+    )  # fmt: skip
+    assert report["docs"] == 20
+    assert len(report["write_s"]["suli_index_items"]) == 1
+    assert report["write_ratio_suli_over_raw_throughput"] > 0
+    assert report["embed_ratio_indexer_over_raw"] > 0
+    assert report["query_embed_p50_ms"] > 0
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SULI_BENCH_NEURAL_URL"),
+    reason="needs a node with the neural-search plugin (python -m bench.native_hybrid "
+    "--start-node starts one); set SULI_BENCH_NEURAL_URL",
+)
+def test_native_hybrid_agrees_with_suli() -> None:
+    report = native_hybrid.main(
+        ["--url", os.environ["SULI_BENCH_NEURAL_URL"], "--queries", "3", "--rounds", "1"]
+    )
+    assert report["mean_top10_overlap"] >= 0.9
