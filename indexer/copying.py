@@ -281,54 +281,61 @@ class Verification:
         return not self.problems and self.source_docs == self.target_docs
 
 
-def verify(
+def sample_check(
     client: OpenSearch,
     source: str,
     target: str,
     dimension: int,
     converter: Converter,
-    sample: int,
-    seed: int,
+    *,
+    size: int = 0,
+    seed: int = 0,
+    ids: Sequence[str] = (),
     embed_check: Callable[[list[Item]], list[Sequence[float]]] | None = None,
-) -> Verification:
-    """Counts equal; a random sample of ids has identical items and right-sized vectors."""
-    refresh(client, source, target)
-    src_docs, tgt_docs = count(client, source), count(client, target)
-    problems: list[str] = []
-    if src_docs != tgt_docs:
-        problems.append(f"doc counts differ: {source} has {src_docs}, {target} has {tgt_docs}")
-    body = {
-        "size": sample,
-        "query": {
-            "function_score": {
-                "random_score": {"seed": seed, "field": "_seq_no"},
-                "boost_mode": "replace",
-            }
-        },
-    }
-    resp = call(lambda: client.search(index=source, body=body), "sample read")
-    picked = {h["_id"]: h["_source"] for h in _complete(resp, "sample read")["hits"]["hits"]}
-    copies = fetch(client, target, list(picked))
+) -> tuple[int, dict[str, str]]:
+    """Compare `ids` (or `size` random ids) in both indices: (how many, problem per id).
+
+    Identical items, vectors of the target's dimension; kept vectors equal, new ones the new
+    model's (checked on ten items).
+    """
+    if ids:
+        picked = fetch(client, source, ids)
+        gone = [i for i in ids if i not in picked]  # deleted from the source since
+    else:
+        body = {
+            "size": size,
+            "query": {
+                "function_score": {
+                    "random_score": {"seed": seed, "field": "_seq_no"},
+                    "boost_mode": "replace",
+                }
+            },
+        }
+        resp = call(lambda: client.search(index=source, body=body), "sample read")
+        picked = {h["_id"]: h["_source"] for h in _complete(resp, "sample read")["hits"]["hits"]}
+        gone = []
+    copies = fetch(client, target, [*picked, *gone])
+    problems = {i: f"still in {target} though deleted from {source}" for i in gone if i in copies}
     for doc_id, doc in picked.items():
         copy = copies.get(doc_id)
         if copy is None:
-            problems.append(f"{doc_id}: missing from {target}")
+            problems[doc_id] = f"missing from {target}"
             continue
         diff = first_difference(doc_to_item(doc), doc_to_item(copy))
-        if diff:
-            problems.append(f"{doc_id}: field {diff} differs")
         vector = copy.get("vector") or []
-        if len(vector) != dimension:
-            problems.append(f"{doc_id}: vector has {len(vector)} dimensions, not {dimension}")
+        if diff:
+            problems[doc_id] = f"field {diff} differs"
+        elif len(vector) != dimension:
+            problems[doc_id] = f"vector has {len(vector)} dimensions, not {dimension}"
         elif converter.keeps_vectors and not same_vector(doc.get("vector"), vector):
-            problems.append(f"{doc_id}: vector differs")
+            problems[doc_id] = "vector differs"
     if embed_check and not converter.keeps_vectors:
-        few = [doc_to_item(copies[i]) for i in list(copies)[:10]]
+        few = [doc_to_item(copies[i]) for i in list(picked)[:10] if i in copies]
         for it, vec in zip(few, embed_check(few), strict=True):
             # Not bit-equal: the model pads each batch differently, which moves the last digits.
             if _cosine(copies[it.id]["vector"], vec) < 0.999:
-                problems.append(f"{it.id}: vector is not the new model's embedding")
-    return Verification(src_docs, tgt_docs, len(picked), problems[:20])
+                problems[it.id] = "vector is not the new model's embedding"
+    return len(picked) + len(gone), problems
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -117,6 +117,11 @@ class Switcher:
             with _timed(steps, "reconcile"):
                 self._reconcile(source, target, converter, report, rejected)
             since = report.marks
+            with _timed(steps, "sample"):  # the heavy reads, while writes still flow
+                sampled, suspects = cp.sample_check(
+                    self.client, source, target, dimension, converter,
+                    size=self.sample, seed=int(time.time()), embed_check=self._embed_check,
+                )  # fmt: skip
         # The target's marks, taken before our last writes to it: every write after the swap
         # lies above them, which is all a rollback needs (it skips documents it already has).
         record(cp.checkpoints(self.client, target))
@@ -139,10 +144,19 @@ class Switcher:
                     self._reconcile(source, target, converter, report, rejected)
                 self.progress("verify", 0, None)
                 with _timed(steps, "verify"):
-                    check = cp.verify(
-                        self.client, source, target, dimension, converter, self.sample,
-                        seed=int(time.time()), embed_check=self._embed_check,
-                    )  # fmt: skip
+                    # Counts must match exactly now that the source is still; sampled items
+                    # that differed may have been written meanwhile: they must match now.
+                    src_docs, tgt_docs = (cp.count(self.client, i) for i in (source, target))
+                    problems: dict[str, str] = {}
+                    if suspects:
+                        _, problems = cp.sample_check(
+                            self.client, source, target, dimension, converter,
+                            ids=list(suspects), embed_check=self._embed_check,
+                        )  # fmt: skip
+                lines = [f"{i}: {p}" for i, p in problems.items()]
+                if src_docs != tgt_docs:
+                    lines.insert(0, f"doc counts differ: {source} {src_docs}, {target} {tgt_docs}")
+                check = cp.Verification(src_docs, tgt_docs, sampled, lines[:20])
                 report.verification = asdict(check)
                 if rejected:
                     report.rejects_file = self._write_rejects(target, rejected)
