@@ -1,0 +1,194 @@
+"""Helpers of the operations tests on the 3-node cluster: data, checks, restarts, a query loop."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opensearchpy import OpenSearch, helpers
+
+import devcluster
+from suli import sample
+from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
+from suli.embedding import Embedder, FakeEmbedder
+from suli.models import Item
+from suli.service import Searcher
+from suli.settings import Settings
+from suli.validate import search_request
+
+MARKER_GROUPS = 5
+PER_MARKER = 4
+PRINCIPAL = "prn_ana"  # sees workspace-wide items of the sample workspace
+
+
+def settings_for(urls: Sequence[str], alias: str, home: Path, replicas: int = 1) -> Settings:
+    """Settings for all nodes, a test alias, 3 shards with 1 replica and the fake embedder."""
+    return Settings(
+        opensearch_url=",".join(urls),
+        index_alias=alias,
+        acl_index=f"{alias}-acl",
+        shards=3,
+        replicas=replicas,
+        embedder="fake",
+        home=home,
+    )
+
+
+def env_for(s: Settings) -> dict[str, str]:
+    """The same settings as SULI_* variables, for a `suli` subprocess."""
+    return {
+        "SULI_OPENSEARCH_URL": s.opensearch_url or "",
+        "SULI_INDEX_ALIAS": s.index_alias,
+        "SULI_ACL_INDEX": s.acl_index,
+        "SULI_SHARDS": str(s.shards),
+        "SULI_REPLICAS": str(s.replicas),
+        "SULI_EMBEDDER": s.embedder,
+        "SULI_HOME": str(s.home),
+    }
+
+
+def item_line(item: Item) -> str:
+    """An item as an input JSON line for `suli index`."""
+    data = asdict(item)
+    for key in ("created_at", "updated_at", "last_activity_at"):
+        data[key] = data[key].isoformat() if data[key] else None
+    return json.dumps({k: v for k, v in data.items() if v is not None})
+
+
+def marker_items() -> list[Item]:
+    """Workspace-wide items whose titles carry a rare word: each marker query has known answers."""
+    return [
+        Item(
+            id=f"mrk_{g}_{n}",
+            workspace=sample.WORKSPACE,
+            title=f"zq{g}marker runbook part {n}",
+            body=f"Steps for the zq{g}marker drill, part {n}.",
+            outcome="approved",
+        )
+        for g in range(MARKER_GROUPS)
+        for n in range(PER_MARKER)
+    ]
+
+
+def marker_query(g: int) -> str:
+    return f"zq{g}marker"
+
+
+def items(n: int) -> list[Item]:
+    """n sample items plus the marker items."""
+    return sample.build(n).items + marker_items()
+
+
+def seed(backend: OpenSearchBackend, embedder: Embedder, data: list[Item]) -> None:
+    """Principals, ACLs and items, written through the alias; refreshed."""
+    ws = sample.build(1)
+    backend.ensure_ready()
+    backend.put_principals(ws.principals)
+    backend.put_acls(ws.acls)
+    vectors = embedder.embed_documents([it.embed_text() for it in data])
+    out = backend.upsert([(it, vectors[n]) for n, it in enumerate(data)])
+    assert not out.rejected, list(out.rejected.items())[:3]
+    backend.refresh()
+
+
+def stored(client: OpenSearch, index: str) -> dict[str, dict[str, Any]]:
+    """Every stored document by id (a scroll over all shards)."""
+    docs: dict[str, dict[str, Any]] = {}
+    for hit in helpers.scan(client, index=index, query={"query": {"match_all": {}}}, size=1000):
+        assert hit["_id"] not in docs, f"{hit['_id']} returned twice"
+        docs[hit["_id"]] = hit["_source"]
+    return docs
+
+
+def duplicate_ids(client: OpenSearch, index: str) -> list[str]:
+    """Item ids held by more than one document (should be none)."""
+    body = {
+        "size": 0,
+        "aggs": {"ids": {"terms": {"field": "id", "min_doc_count": 2, "size": 100}}},
+    }
+    resp = client.search(index=index, body=body)
+    return [b["key"] for b in resp["aggregations"]["ids"]["buckets"]]
+
+
+def as_stored(item: Item) -> Item:
+    """What reading an item back gives (binaries keep no body text)."""
+    return doc_to_item(item_to_doc(item, []))
+
+
+def wrong_content(docs: dict[str, dict[str, Any]], expected: dict[str, Item]) -> list[str]:
+    """Ids whose stored item differs from the expected one."""
+    return [i for i, it in expected.items() if i in docs and doc_to_item(docs[i]) != as_stored(it)]
+
+
+def restart(cluster: devcluster.Cluster, i: int, extra: dict[str, object] | None = None) -> None:
+    """Stop node i cleanly, wait until the others see it gone, start it and wait for green."""
+    cluster.stop(i)
+    cluster.wait_ready("yellow", nodes=cluster.spec.nodes - 1, timeout=180)
+    cluster.start(i, extra=extra)
+    cluster.wait_green(timeout=300)
+
+
+def write_queue_sizes(urls: Sequence[str]) -> dict[str, int]:
+    """Each node's write thread-pool queue size."""
+    client = OpenSearch(hosts=list(urls), timeout=30)
+    try:
+        rows = client.cat.thread_pool(
+            thread_pool_patterns="write", format="json", h="node_name,queue_size"
+        )
+    finally:
+        client.close()
+    return {r["node_name"]: int(r["queue_size"]) for r in rows}
+
+
+@dataclass
+class LoopStats:
+    ok: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+class QueryLoop(threading.Thread):
+    """Runs the marker queries through the Searcher until stopped; a failure is any exception,
+    a degraded answer, or a marker item missing from its query's results."""
+
+    def __init__(self, s: Settings, pause: float = 0.1) -> None:
+        super().__init__(daemon=True)
+        embedder = FakeEmbedder()
+        self.backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
+        self.searcher = Searcher(self.backend, embedder, s)
+        self.pause = pause
+        self.stats = LoopStats()
+        self._halt = threading.Event()
+        self.expected = {
+            g: {f"mrk_{g}_{n}" for n in range(PER_MARKER)} for g in range(MARKER_GROUPS)
+        }
+
+    def run(self) -> None:
+        principal = self.searcher.principal(PRINCIPAL)
+        g = 0
+        while not self._halt.is_set():
+            q = marker_query(g)
+            try:
+                r = self.searcher.search(principal, search_request(q, limit=25))
+                got = {x.id for x in r.results}
+                if r.degraded:
+                    self.stats.failures.append(f"{q}: degraded {r.degraded}")
+                elif not self.expected[g] <= got:
+                    self.stats.failures.append(f"{q}: missing {sorted(self.expected[g] - got)}")
+                else:
+                    self.stats.ok += 1
+            except Exception as e:  # every kind of failure counts, none may stop the loop
+                self.stats.failures.append(f"{q}: {e.__class__.__name__}: {e}")
+            g = (g + 1) % MARKER_GROUPS
+            time.sleep(self.pause)
+
+    def stop(self) -> LoopStats:
+        self._halt.set()
+        self.join(timeout=120)
+        self.backend.close()
+        return self.stats
