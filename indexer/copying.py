@@ -18,7 +18,7 @@ from indexer.inventory import call
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import doc_to_item
 from suli.embedding import Embedder
-from suli.errors import BackendUnavailable
+from suli.errors import BackendUnavailable, IndexingError
 from suli.models import Item
 
 Hit = dict[str, Any]
@@ -42,10 +42,10 @@ def checkpoints(client: OpenSearch, index: str) -> Checkpoints:
     stats = call(lambda: client.indices.stats(index=index, level="shards"), f"stats of {index}")
     out: Checkpoints = {}
     for shard, copies in stats["indices"][index]["shards"].items():
-        primary = [c for c in copies if c["routing"]["primary"]]
-        if not primary:
+        marks = [int(c["seq_no"]["global_checkpoint"]) for c in copies if c["routing"]["primary"]]
+        if not marks:
             raise BackendUnavailable(f"{index} shard {shard} has no active primary")
-        out[str(shard)] = int(primary[0]["seq_no"]["global_checkpoint"])
+        out[str(shard)] = min(marks)  # a relocating primary is listed twice: the lower is safe
     return out
 
 
@@ -142,6 +142,9 @@ class Converter:
     ) -> list[tuple[Item, Sequence[float]]]:
         items = [doc_to_item(d) for d in docs]
         if self.embedder is None:
+            missing = [it.id for it, d in zip(items, docs, strict=True) if not d.get("vector")]
+            if missing:
+                raise IndexingError(f"{missing[0]} has no stored vector: reindex with --re-embed")
             return [(it, d["vector"]) for it, d in zip(items, docs, strict=True)]
         existing = existing or {}
         out: list[tuple[Item, Sequence[float]] | None] = [None] * len(items)

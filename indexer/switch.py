@@ -27,6 +27,7 @@ from suli.errors import BackendUnavailable, IndexingError
 
 ProgressFn = Callable[[str, int, int | None], None]  # phase, done, total (None: unknown)
 SETTLED = 50  # a catch-up pass that copies no more than this lets the write block begin
+FINAL_PASSES = 20  # under the block writes settle in one or two passes; more means trouble
 
 
 @contextlib.contextmanager
@@ -135,11 +136,15 @@ class Switcher:
             if catch_up:
                 with _timed(steps, "final_catch_up"):
                     # Until a pass finds the marks unmoved and no write in flight on any shard.
-                    while True:
+                    for _ in range(FINAL_PASSES):
                         self._pass(source, target, since, converter, report, rejected)
                         if report.marks == since and cp.settled(self.client, source):
                             break
                         since = report.marks
+                    else:
+                        raise BackendUnavailable(
+                            f"writes to {source} did not settle under the block"
+                        )
                 with _timed(steps, "final_reconcile"):
                     self._reconcile(source, target, converter, report, rejected)
                 self.progress("verify", 0, None)

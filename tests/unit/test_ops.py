@@ -10,6 +10,7 @@ from indexer.copying import Converter, diff_sorted, first_difference, same_vecto
 from indexer.inventory import count_rejects, is_physical
 from suli.backends.opensearch_bodies import item_to_doc
 from suli.embedding import FakeEmbedder
+from suli.errors import IndexingError
 from suli.models import Item
 
 pytestmark = pytest.mark.unit
@@ -98,3 +99,9 @@ def test_same_vector_tolerates_float_noise_only() -> None:
     assert not same_vector([0.1, 0.2], [0.1, 0.21])
     assert not same_vector([0.1], [0.1, 0.2])
     assert not same_vector(None, [0.1])
+
+
+def test_copying_without_a_stored_vector_says_to_re_embed() -> None:
+    doc = {k: v for k, v in item_to_doc(ITEM, [0.5]).items() if k != "vector"}
+    with pytest.raises(IndexingError, match="i1 has no stored vector"):
+        Converter(None).convert([doc])
