@@ -106,6 +106,36 @@ def ensure_alias(client: OpenSearch, source_alias: str, alias: str) -> None:
     client.indices.put_alias(index=physical, name=alias)
 
 
+def add_synthetic(url: str, alias: str, n: int, seed: int = 3) -> None:
+    """n synthetic items (NFCorpus words, random unit vectors) in a second index under alias."""
+    import random
+
+    from bench.nfcorpus import load_items
+    from suli.models import Item
+
+    client = OpenSearch(url, timeout=60)
+    settings = Settings(opensearch_url=url, index_alias=f"{alias}-synth", acl_index=f"{alias}-acl")
+    backend = OpenSearchBackend(settings, 384, "all-MiniLM-L6-v2-int8")
+    if not client.indices.exists_alias(name=f"{alias}-synth"):
+        backend.ensure_ready()
+    if backend.count() < n:
+        rng = random.Random(seed)
+        words = [w for it in load_items(500) for w in it.title.split() if w.isalpha()]
+        vecs = np.random.default_rng(seed).standard_normal((n, 384)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        items = [
+            Item(id=f"syn-{i}", workspace=WORKSPACE, title=" ".join(rng.sample(words, 6)),
+                 body=" ".join(rng.choices(words, k=60)))
+            for i in range(n)
+        ]  # fmt: skip
+        for s in range(0, n, 200):
+            out = backend.upsert([(it, vecs[s + i]) for i, it in enumerate(items[s : s + 200])])
+            assert not out.rejected, out.rejected
+        backend.refresh()
+    physical = sorted(client.indices.get_alias(name=f"{alias}-synth"))[0]
+    client.indices.put_alias(index=physical, name=alias)  # the alias now spans both indices
+
+
 def raw_bodies(
     vis: Visibility, text: str, vec: Sequence[float], depth: int
 ) -> list[dict[str, Any]]:
@@ -152,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--alias", default="bench-overhead")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--synthetic", type=int, default=0, help="add N synthetic items (10k total)")
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -161,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     queries = list(load_queries(set(qrels)).values())[: args.queries]
     raw = OpenSearch(args.url, timeout=30)
     ensure_alias(raw, args.source_alias, args.alias)
+    if args.synthetic:
+        add_synthetic(args.url, args.alias, args.synthetic)
     searcher, client, vectors = build(args.url, args.alias, queries)
     depth = searcher.settings.candidate_depth
     vis = visibility_for(PRINCIPAL, searcher.backend.acls(WORKSPACE))
