@@ -89,7 +89,7 @@ def start_node(state: Path, port: int) -> subprocess.Popen[bytes]:
         if proc.poll() is not None:
             raise RuntimeError(f"node exited {proc.returncode}; see {state / 'node.out'}")
         try:
-            client.cluster.health(wait_for_status="yellow", timeout="1s")
+            client.cluster.health(wait_for_status="yellow", request_timeout=5)
             return proc
         except Exception:
             time.sleep(1)
