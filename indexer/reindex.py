@@ -178,7 +178,7 @@ class Reindexer(Switcher):
             docs=cp.count(self.client, source),
             re_embed=re_embed,
             method=chosen,
-            reasons=tuple(reasons) or ("vectors are kept",),
+            reasons=tuple(reasons) or ("same model and dimension",),
         )
 
     # ---- the run -----------------------------------------------------------------------
