@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -31,9 +33,26 @@ def replicated_index(three_node_cluster: devcluster.Cluster) -> Iterator[str]:
     actions = ({"_index": name, "_id": str(i), "_source": {"n": i}} for i in range(DOCS))
     assert helpers.bulk(client, actions, refresh=True) == (DOCS, [])
     yield name
-    three_node_cluster.wait_green()  # a failed test may have left a node down
+    _index_health(client, name, {"green", "yellow"}, 3, 180)  # every node back before cleanup
     client.indices.delete(index=name)
     client.close()
+
+
+def _index_health(
+    client: OpenSearch, name: str, status: set[str], nodes: int, timeout: float
+) -> dict[str, Any]:
+    """Poll this index's health (not the cluster's: other tests' indices may be red meanwhile)."""
+    deadline = time.monotonic() + timeout
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            health = client.cluster.health(index=name)
+            if health["status"] in status and health["number_of_nodes"] == nodes:
+                return health
+        except Exception:  # a node is leaving or joining: ask again
+            pass
+        time.sleep(1)
+    raise AssertionError(f"index {name} not {status} with {nodes} nodes after {timeout}s: {health}")
 
 
 def _all_ids(client: OpenSearch, name: str) -> set[str]:
@@ -57,16 +76,17 @@ def test_replicated_index_survives_a_killed_node(
     manager = client.cat.cluster_manager(format="json")[0]["node"]
     victim = int(manager.removeprefix("n")) - 1
     cluster.kill(victim)
-    assert victim not in cluster.running()
-    survivors = _client([u for i, u in enumerate(cluster.urls) if i != victim])
-    health = cluster.wait_ready("yellow", nodes=2, timeout=120)
-    assert health["number_of_nodes"] == 2
-    assert survivors.count(index=replicated_index)["count"] == DOCS
-    assert _all_ids(survivors, replicated_index) == {str(i) for i in range(DOCS)}
-    assert survivors.cat.cluster_manager(format="json")[0]["node"] != manager
-
-    cluster.start(victim)
-    health = cluster.wait_green(timeout=180)
+    try:
+        assert victim not in cluster.running()
+        survivors = _client([u for i, u in enumerate(cluster.urls) if i != victim])
+        health = _index_health(survivors, replicated_index, {"yellow", "green"}, 2, 120)
+        assert health["number_of_nodes"] == 2
+        assert survivors.count(index=replicated_index)["count"] == DOCS
+        assert _all_ids(survivors, replicated_index) == {str(i) for i in range(DOCS)}
+        assert survivors.cat.cluster_manager(format="json")[0]["node"] != manager
+    finally:
+        cluster.start(victim)  # the node rejoins even when an assertion above failed
+    health = _index_health(client, replicated_index, {"green"}, 3, 180)
     assert (health["status"], health["number_of_nodes"]) == ("green", 3)
     names = {n["name"] for n in client.cat.nodes(format="json")}
     assert names == {"n1", "n2", "n3"}
