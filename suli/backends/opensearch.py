@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -178,7 +179,14 @@ class OpenSearchBackend:
         out: dict[str, list[Hit]] = {"text": [], "vector": []}
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
-        for (leg, _), r in zip(legs, resp["responses"], strict=True):
+        responses = list(resp["responses"])
+        for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
+            # A leg whose shards all failed at once (a primary moving during a node restart) is
+            # asked once more before it is reported as degraded.
+            if isinstance(r.get("error"), dict) and r.get("status", 500) >= 500:
+                with contextlib.suppress(opensearchpy.TransportError):
+                    responses[n] = self.client.search(index=self.alias, body=body, params=params)
+        for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
                 err = r["error"]
                 reason = err.get("reason") if isinstance(err, dict) else str(err)
