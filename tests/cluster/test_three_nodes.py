@@ -41,13 +41,15 @@ def replicated_index(three_node_cluster: devcluster.Cluster) -> Iterator[str]:
 def _index_health(
     client: OpenSearch, name: str, status: set[str], nodes: int, timeout: float
 ) -> dict[str, Any]:
-    """Poll this index's health (not the cluster's: other tests' indices may be red meanwhile)."""
+    """Poll this index's health (not the cluster's: other tests' indices may be red meanwhile)
+    until it has the status, the node count and no shard moving (green allows relocation)."""
     deadline = time.monotonic() + timeout
     health: dict[str, Any] = {}
     while time.monotonic() < deadline:
         try:
             health = client.cluster.health(index=name)
-            if health["status"] in status and health["number_of_nodes"] == nodes:
+            settled = health["relocating_shards"] == 0 and health["initializing_shards"] == 0
+            if health["status"] in status and health["number_of_nodes"] == nodes and settled:
                 return health
         except Exception:  # a node is leaving or joining: ask again
             pass
@@ -68,7 +70,10 @@ def test_replicated_index_survives_a_killed_node(
     client = _client(cluster.urls)
     health = cluster.wait_green(timeout=120)
     assert (health["status"], health["number_of_nodes"]) == ("green", 3)
-    holders = {s["node"] for s in client.cat.shards(index=replicated_index, format="json")}
+    _index_health(client, replicated_index, {"green"}, 3, 120)  # rebalancing done
+    shards = client.cat.shards(index=replicated_index, format="json")
+    assert {s["state"] for s in shards} == {"STARTED"}
+    holders = {s["node"] for s in shards}
     assert holders == {"n1", "n2", "n3"}
     assert client.count(index=replicated_index)["count"] == DOCS
 
