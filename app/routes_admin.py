@@ -28,28 +28,37 @@ from suli.validate import parse_acl, parse_item, parse_principal
 router = APIRouter(prefix="/api/v1", tags=["ingestion"])
 
 
-def _entries(admin: Principal, raw: list[dict[str, Any]]) -> list[tuple[int, Item | Rejection]]:
-    """Validate each item; an invalid one becomes a Rejection and the others still go in."""
+def _entries(
+    searcher: Searcher, admin: Principal, raw: list[dict[str, Any]]
+) -> list[tuple[int, Item | Rejection]]:
+    """Validate each item; an invalid one becomes a Rejection and the others still go in.
+    An admin token writes into its own workspace only: neither an item naming another
+    workspace nor one whose id is already taken by another workspace's item goes in."""
     out: list[tuple[int, Item | Rejection]] = []
     for n, data in enumerate(raw):
         item_id = data.get("id") if isinstance(data.get("id"), str) else None
         try:
             item = parse_item(data)
             if item.workspace != admin.workspace:
-                # An admin token writes into its own workspace only.
                 raise InvalidInput(
                     f"workspace: not this token's workspace ({admin.workspace})", "workspace"
                 )
             out.append((n, item))
         except InvalidInput as e:
             out.append((n, Rejection(n, item_id, e.message)))
-    return out
+    owners = searcher.backend.workspaces([e.id for _, e in out if isinstance(e, Item)])
+    return [
+        (n, Rejection(n, e.id, "id: already used by an item outside this token's workspace"))
+        if isinstance(e, Item) and owners.get(e.id, admin.workspace) != admin.workspace
+        else (n, e)
+        for n, e in out
+    ]
 
 
 def _ingest(
     searcher: Searcher, admin: Principal, raw: list[dict[str, Any]], refresh: bool
 ) -> dict[str, Any]:
-    entries = _entries(admin, raw)
+    entries = _entries(searcher, admin, raw)
     summary = index_items(entries, searcher.backend, searcher.embedder)
     if refresh and summary.indexed:
         do_refresh = getattr(searcher.backend, "refresh", None)
@@ -104,11 +113,14 @@ async def upsert_items(
 async def delete_item(
     item_id: str, admin: AdminDep, searcher: SearcherDep, response: Response
 ) -> dict[str, Any]:
-    """Idempotent: deleting an absent id also answers `deleted`."""
+    """Idempotent: deleting an absent id also answers `deleted`. An item of another workspace
+    counts as absent here: it is left alone, and the answer does not tell it exists."""
     timer = Timer()
-    out = await run_blocking(searcher.backend.delete, [item_id])
-    if item_id in out.rejected:
-        raise InvalidInput(f"item_id: could not delete ({out.rejected[item_id]})", "item_id")
+    owner = (await run_blocking(searcher.backend.workspaces, [item_id])).get(item_id)
+    if owner in (None, admin.workspace):
+        out = await run_blocking(searcher.backend.delete, [item_id])
+        if item_id in out.rejected:
+            raise InvalidInput(f"item_id: could not delete ({out.rejected[item_id]})", "item_id")
     return timer.done({"id": item_id, "status": "deleted"}, response)
 
 

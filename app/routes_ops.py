@@ -42,6 +42,13 @@ async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
         raise BackendUnavailable(f"not ready: {e.__class__.__name__}: {e}") from e
     if "index" in info and not info["index"]:
         raise BackendUnavailable(f"not ready: alias {info.get('alias')!r} points at no index")
+    model = searcher.embedder.name
+    if info.get("model") and info["model"] != model:
+        # After a reindex to another model, query vectors from this process would not match.
+        raise BackendUnavailable(
+            f"not ready: index {info['index']!r} holds vectors of model {info['model']!r} but "
+            f"this service embeds queries with {model!r}; restart it with SULI_EMBEDDER set to match"
+        )
     return {"status": "ready", "backend": info}
 
 

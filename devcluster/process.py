@@ -46,7 +46,9 @@ def alive(pid: int) -> bool:
     """True while the process runs (a zombie counts as dead)."""
     child = _children.get(pid)
     if child is not None:
-        return child.poll() is None
+        if child.poll() is None:
+            return True
+        del _children[pid]  # reaped: the pid may be reused by another process from now on
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

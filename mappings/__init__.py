@@ -16,7 +16,9 @@ def _load(name: str) -> dict[str, Any]:
     return json.loads((_HERE / f"{name}.json").read_text())
 
 
-def items_index(dimension: int, shards: int = 1, replicas: int = 0, model: str = "") -> dict[str, Any]:
+def items_index(
+    dimension: int, shards: int = 1, replicas: int = 0, model: str = ""
+) -> dict[str, Any]:
     """The items index body for a model of `dimension`, with shards and replicas filled in."""
     body = copy.deepcopy(_load("items"))
     body["settings"]["index"].update(number_of_shards=shards, number_of_replicas=replicas)

@@ -28,9 +28,9 @@ from suli.text import only_common_words, words
 from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")
-RELATED_QUERY_WORDS = 64
+RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
 # Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
-_EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")  # a card's title + spec is cut to this many words for the text leg
+_EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")
 
 
 class Deadline:
@@ -200,7 +200,7 @@ class Searcher:
         wanted = {"text"} if query.text is not None else set()
         if query.vector is not None:
             wanted.add("vector")
-        if wanted and wanted <= set(legs.errors):
+        if wanted and wanted <= set(legs.errors) and not (legs.text or legs.vector):
             raise BackendUnavailable("every search leg failed: " + "; ".join(legs.errors.values()))
         for k, v in legs.timings_ms.items():
             ph.ms[k] = v

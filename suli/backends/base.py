@@ -98,6 +98,14 @@ class Backend(Protocol):
         """All stored items (admin/ops view; never shown to a principal)."""
         ...
 
+    def workspaces(self, ids: Sequence[str]) -> dict[str, str]:
+        """The workspace of each stored id among ids (admin write checks; never shown in search)."""
+        ...
+
+    def refresh(self) -> None:
+        """Make every acknowledged write visible to searches."""
+        ...
+
     # ACLs, principals and token hashes
     def put_acls(self, acls: Sequence[BoardAcl]) -> None: ...
 

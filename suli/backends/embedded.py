@@ -320,6 +320,17 @@ class EmbeddedBackend:
         with self._tx() as c:
             return int(c.execute("SELECT count(*) FROM items").fetchone()[0])
 
+    def workspaces(self, ids: Sequence[str]) -> dict[str, str]:
+        unique = list(dict.fromkeys(ids))
+        out: dict[str, str] = {}
+        with self._tx() as c:
+            for chunk in range(0, len(unique), 500):
+                part = unique[chunk : chunk + 500]
+                marks = ", ".join("?" * len(part))
+                sql = f"SELECT id, workspace FROM items WHERE id IN ({marks})"
+                out.update(c.execute(sql, part).fetchall())
+        return out
+
     # ---- writes ------------------------------------------------------------------------
 
     def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:

@@ -200,6 +200,12 @@ class OpenSearchBackend:
                 continue
             if r.get("timed_out"):
                 errors[leg] = "timed out"
+            elif failed := (r.get("_shards") or {}).get("failed"):
+                # Some shards answered, some did not: keep their hits, say the leg is partial.
+                shards = r["_shards"]
+                first = (shards.get("failures") or [{}])[0].get("reason") or {}
+                why = first.get("type", "error") if isinstance(first, dict) else str(first)
+                errors[leg] = f"{failed} of {shards.get('total', '?')} shards failed: {why}"
             timings[f"{leg}_took"] = float(r.get("took", 0))
             for h in r["hits"]["hits"]:
                 score = float(h["_score"] or 0.0)
@@ -248,6 +254,18 @@ class OpenSearchBackend:
             return {}
         r = self._search(bodies.ids_body(vis, list(dict.fromkeys(ids))), "get")
         return {h["_id"]: bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
+
+    def workspaces(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        unique = list(dict.fromkeys(ids))
+        r = _wrap(
+            lambda: self.client.mget(
+                index=self.alias, body={"ids": unique}, params={"_source_includes": "workspace"}
+            ),
+            "workspace read",
+        )
+        return {d["_id"]: d["_source"]["workspace"] for d in r["docs"] if d.get("found")}
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
@@ -475,13 +493,18 @@ class OpenSearchBackend:
 
     def ping(self) -> dict[str, object]:
         health = _wrap(lambda: self.client.cluster.health(), "health")
-        return {
+        index = self.current_index()
+        info: dict[str, object] = {
             "backend": "opensearch",
             "status": health.get("status"),
             "nodes": health.get("number_of_nodes"),
             "alias": self.alias,
-            "index": self.current_index(),
+            "index": index,
         }
+        if index:
+            got = _wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+            info["model"] = (got[index]["mappings"].get("_meta") or {}).get("model") or None
+        return info
 
     def close(self) -> None:
         self.client.close()

@@ -58,6 +58,26 @@ def test_a_failing_text_leg_degrades_to_vector_results(
     assert all(r["id"] in {"itm_rollback", "itm_checklist", "itm_old"} for r in body["results"])
 
 
+def test_a_leg_with_failed_shards_keeps_the_answering_shards_and_says_so(
+    make_api: Callable[..., Api], fresh_world: World, os_client: OpenSearch
+) -> None:
+    api = make_api(on=fresh_world)
+    before = api.search("ana", q="rollback guide")
+    # A real partial failure: a second index under the alias (a botched migration) whose
+    # `vector` field is a keyword, so its shard refuses the k-NN query while the real one answers.
+    alias = fresh_world.settings.index_alias
+    os_client.indices.create(
+        index=f"{alias}-broken", body={"mappings": {"properties": {"vector": {"type": "keyword"}}}}
+    )
+    os_client.indices.put_alias(index=f"{alias}-broken", name=alias)
+    body = api.search("ana", q="rollback guide", explain=True)
+    assert [d["leg"] for d in body["degraded"]] == ["vector"]
+    assert body["degraded"][0]["reason"].startswith("1 of 2 shards failed")
+    # The answering shard's vector hits still count: the same results as before the fault.
+    assert ids(body) == ids(before)
+    assert any(r["explain"]["vector_rank"] is not None for r in body["results"])
+
+
 def test_a_tiny_deadline_is_504(make_api: Callable[..., Api]) -> None:
     api = make_api(deadline_s=0.001)
     r = api.client.get("/api/v1/search", params={"q": "deploy"}, headers=api.auth("ana"))
@@ -162,3 +182,16 @@ def test_readyz_is_503_when_the_alias_is_gone(
     assert alias in err["message"]
     os_client.indices.put_alias(index=physical, name=alias)
     assert api.client.get("/readyz").status_code == 200
+
+
+def test_readyz_is_503_when_the_index_holds_another_models_vectors(
+    make_api: Callable[..., Api], fresh_world: World, os_client: OpenSearch
+) -> None:
+    api = make_api(on=fresh_world)
+    ready = api.client.get("/readyz").json()["backend"]
+    assert ready["model"] == api.searcher.embedder.name
+    # What `suli reindex --model` leaves behind for a service that was not restarted.
+    meta = os_client.indices.get_mapping(index=ready["index"])[ready["index"]]["mappings"]["_meta"]
+    os_client.indices.put_mapping(index=ready["index"], body={"_meta": {**meta, "model": "other"}})
+    err = assert_error_shape(api.client.get("/readyz"), 503, "backend_unavailable")
+    assert "'other'" in err["message"] and "SULI_EMBEDDER" in err["message"]

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from suli.visibility import Visibility
+
 from .helpers import OTHER_WS, Api, World, assert_error_shape, raw_item
 
 pytestmark = pytest.mark.integration
@@ -146,3 +148,22 @@ def test_admins_write_only_their_own_workspace(api: Api) -> None:
     r = api.client.put("/api/v1/principals/bad id!", json={}, headers=h)
     assert_error_shape(r, 422, "invalid_input", "id")
     assert api.searcher.backend.principal("prn_z") is None
+
+
+def test_an_admin_cannot_overwrite_or_delete_another_workspaces_item(admin: Api) -> None:
+    backend = admin.searcher.backend
+    theirs = Visibility(OTHER_WS, "prn_someone", frozenset())
+    before = backend.get_many(theirs, ["itm_other"])["itm_other"]
+    # Same id, own workspace: the id is taken elsewhere, so the item is rejected, not written.
+    r = upsert(admin, [raw_item("itm_other", "Hijacked title", "mine now")])
+    assert r.json()["items"][0]["status"] == "rejected"
+    assert r.json()["items"][0]["reason"].startswith("id: already used")
+    # Delete answers as for an absent id (nothing is revealed) and leaves the item alone.
+    r = admin.client.delete("/api/v1/items/itm_other", headers=admin.auth("admin"))
+    assert r.status_code == 200 and r.json()["status"] == "deleted"
+    backend.refresh()
+    assert backend.workspaces(["itm_other", "itm_rollback", "nope"]) == {
+        "itm_other": OTHER_WS,
+        "itm_rollback": "ws_main",
+    }
+    assert backend.get_many(theirs, ["itm_other"])["itm_other"] == before

@@ -244,6 +244,14 @@ class VisibilityRules:
             leaks = [s for s in _invisible_strings(pid) if s in text]
             assert not leaks, (pid, leaks)
 
+    def test_workspaces_names_the_owner_of_each_stored_id(self, cast: World) -> None:
+        """The admin write check: who owns an id, whatever its board (never shown in search)."""
+        ids = [it.id for it in CAST]
+        assert cast.backend.workspaces([*ids, "itm_absent", ids[0]]) == {
+            it.id: it.workspace for it in CAST
+        }
+        assert cast.backend.workspaces([]) == {}
+
 
 class AclChangeRules:
     """DESIGN 2: the filter is built per query from the current ACLs; no reindexing needed."""

@@ -20,7 +20,7 @@ from suli.settings import Settings
 
 # bench/ is not an installed package (it ships nothing): import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench import filtered_knn, indexing, overhead
+from bench import filtered_knn, indexing, overhead, scale
 from bench.nfcorpus import load_items
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -85,6 +85,28 @@ def test_indexing_writes_and_embeds(opensearch_url: str) -> None:
     assert report["write_ratio_suli_over_raw_throughput"] > 0
     assert report["embed_ratio_indexer_over_raw"] > 0
     assert report["query_embed_p50_ms"] > 0
+
+
+def test_scale_reports_growth_per_backend(opensearch_url: str, tmp_path: Path) -> None:
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    try:
+        report = scale.main(
+            ["--url", opensearch_url, "--prefix", prefix, "--sizes", "40", "80",
+             "--queries", "4", "--rounds", "1", "--dir", str(tmp_path)]
+        )  # fmt: skip
+    finally:
+        OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
+    sizes = [(r["backend"], r["items"]) for r in report["results"]]
+    assert sizes == [("opensearch", 40), ("opensearch", 80), ("embedded", 40), ("embedded", 80)]
+    os_small = report["results"][0]
+    assert set(os_small["sides"]) == {"suli_core", "raw_msearch"}
+    assert os_small["segments"] >= 1
+    # The searching principal sees some but not all items (the visibility mix is in play).
+    assert 0 < os_small["total_for_first_query"] < 40
+    assert set(report["growth"]) == {
+        "opensearch/suli_core", "opensearch/raw_msearch", "embedded/suli_core"
+    }  # fmt: skip
+    assert all(g["p50_growth"] > 0 for g in report["growth"].values())
 
 
 # bench/native_hybrid.py needs a node with the neural-search plugin; it is run by hand

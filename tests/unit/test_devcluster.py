@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -165,8 +166,10 @@ def test_a_process_that_looks_like_our_node_is_found_even_without_pid_file(tmp_p
     cluster = _cluster(tmp_path)
     home = cluster.home(2)
     home.mkdir(parents=True)
-    # argv: sh -c 'sleep 30' OsNode <home>, like `java ... OsNode <home>`
-    fake = subprocess.Popen(["/bin/sh", "-c", "sleep 30", "OsNode", str(home)])
+    # argv: python -c ... OsNode <home>, like `java ... OsNode <home>`. (Not `sh -c 'sleep 30'`:
+    # the shell may exec sleep in its place, and then the argv no longer names OsNode.)
+    code = "import time; time.sleep(30)"
+    fake = subprocess.Popen([sys.executable, "-c", code, "OsNode", str(home)])
     try:
         assert process.is_node(fake.pid, home)
         assert not process.is_node(fake.pid, cluster.home(0))  # another node's home
@@ -191,3 +194,18 @@ def test_a_zombie_counts_as_dead() -> None:
         assert not process.alive(child.pid)
     finally:
         child.wait()
+
+
+def test_a_reaped_child_does_not_hide_a_new_process_that_reuses_its_pid() -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    process._children[live.pid] = gone  # a node started earlier, exited, and its pid reused
+    try:
+        assert process.alive(live.pid)
+        assert live.pid not in process._children
+    finally:
+        process._children.pop(live.pid, None)
+        live.kill()
+        live.wait()
+    assert not process.alive(live.pid)
