@@ -9,9 +9,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.runtime import Runtime, run_blocking
-from suli.auth import authenticate
+from suli.auth import open_session
 from suli.errors import Forbidden, Unauthorized
-from suli.models import Principal
+from suli.models import BoardAcl, Principal
 from suli.service import Deadline, Searcher
 from suli.settings import Settings
 
@@ -53,6 +53,7 @@ DeadlineDep = Annotated[Deadline, Depends(get_deadline)]
 class Caller:
     principal: Principal
     admin: bool
+    acls: tuple[BoardAcl, ...]  # of the principal's workspace, read with the token
 
 
 async def get_caller(
@@ -64,11 +65,13 @@ async def get_caller(
     if credentials is None or not credentials.credentials:
         raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
     searcher = await run_blocking(runtime.searcher, deadline=deadline)
-    principal, admin = await run_blocking(
-        authenticate, searcher.backend, credentials.credentials, deadline=deadline
+    session = await run_blocking(
+        open_session, searcher.backend, credentials.credentials, deadline=deadline
     )
+    principal = session.principal
+    assert principal is not None
     runtime.limiter.check(principal.id)
-    return Caller(principal, admin)
+    return Caller(principal, session.admin, session.acls)
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

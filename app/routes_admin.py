@@ -131,6 +131,12 @@ def _workspace(admin: Principal, given: str | None) -> str:
     return ws
 
 
+def _not_taken(kind: str, key: str, owner: str | None, admin: Principal) -> None:
+    """Ids of boards and principals are global: another workspace's one is never replaced."""
+    if owner is not None and owner != admin.workspace:
+        raise Forbidden(f"{kind}: {key!r} is already used outside this token's workspace")
+
+
 @router.put(
     "/boards/{board}",
     response_model=BoardAclOut,
@@ -144,6 +150,8 @@ async def put_board(
     timer = Timer()
     data = {"board": board, **body.model_dump(), "workspace": _workspace(admin, body.workspace)}
     acl = parse_acl(data)
+    existing = await run_blocking(searcher.backend.acl, acl.board)
+    _not_taken("board", acl.board, existing and existing.workspace, admin)
     await run_blocking(searcher.backend.put_acls, [acl])
     out = {
         "board": acl.board,
@@ -172,6 +180,8 @@ async def put_principal(
     timer = Timer()
     data = {"id": principal_id, **body.model_dump(), "workspace": _workspace(admin, body.workspace)}
     p = parse_principal(data)
+    existing = await run_blocking(searcher.backend.principal, p.id)
+    _not_taken("principal", p.id, existing and existing.workspace, admin)
     await run_blocking(searcher.backend.put_principals, [p])
     out = {"id": p.id, "workspace": p.workspace, "kind": p.kind, "groups": list(p.groups)}
     return timer.done(out, response)

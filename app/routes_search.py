@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from app.deps import DeadlineDep, PrincipalDep, RuntimeDep, SearcherDep
+from app.deps import CallerDep, DeadlineDep, PrincipalDep, RuntimeDep, SearcherDep
 from app.respond import Timer, finish_search
 from app.runtime import run_blocking
 from app.schemas import (
@@ -54,14 +54,16 @@ def _request(p: SearchQuery | SearchBody, settings: Settings) -> SearchRequest:
 
 async def _search(
     params: SearchQuery | SearchBody,
-    principal: PrincipalDep,
+    caller: CallerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
     runtime: RuntimeDep,
     response: Response,
 ) -> dict[str, Any]:
     req = _request(params, runtime.settings)
-    resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)
+    resp = await run_blocking(
+        searcher.search, caller.principal, req, deadline, caller.acls, deadline=deadline
+    )
     return finish_search(response_json(resp), response, runtime, "/api/v1/search")
 
 
@@ -74,14 +76,14 @@ async def _search(
 )
 async def search_get(
     params: Annotated[SearchQuery, Query()],
-    principal: PrincipalDep,
+    caller: CallerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
     runtime: RuntimeDep,
     response: Response,
 ) -> dict[str, Any]:
     """Hybrid search under the caller's visibility; no words browses newest first."""
-    return await _search(params, principal, searcher, deadline, runtime, response)
+    return await _search(params, caller, searcher, deadline, runtime, response)
 
 
 @router.post(
@@ -93,14 +95,14 @@ async def search_get(
 )
 async def search_post(
     params: SearchBody,
-    principal: PrincipalDep,
+    caller: CallerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
     runtime: RuntimeDep,
     response: Response,
 ) -> dict[str, Any]:
     """The same search as GET, for long queries and list filters."""
-    return await _search(params, principal, searcher, deadline, runtime, response)
+    return await _search(params, caller, searcher, deadline, runtime, response)
 
 
 @router.post(

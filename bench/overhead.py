@@ -3,6 +3,8 @@
     python -m bench.overhead --url http://127.0.0.1:9200 --queries 100 --rounds 5
     python -m bench.overhead --profile            # cProfile of the core path, top functions
 
+HTTP side: the real app under uvicorn on a loopback port, called with a keep-alive httpx client.
+
 Reuses the NFCorpus index `bench-nfcorpus` read-only: a second alias (`bench-overhead`) is put on
 the same physical index so the benchmark's principal and token live in its own ACL index.
 Query vectors are computed once and served by a lookup embedder to both sides; the sides run
@@ -160,16 +162,33 @@ def build(url: str, alias: str, queries: Sequence[str]) -> tuple[Searcher, OpenS
 
 
 def http_client(searcher: Searcher) -> tuple[Any, dict[str, str]]:
-    """An in-process TestClient over the real app with an injected searcher and a fresh token."""
-    from fastapi.testclient import TestClient
+    """The real app served by uvicorn on a loopback port (in a thread of this process), and a
+    keep-alive httpx client with a fresh token: what a product calling the service pays."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
 
     from app.main import create_app
     from suli.auth import create_token
 
     token = create_token(searcher.backend, PRINCIPAL.id)
     searcher.backend.refresh()  # type: ignore[attr-defined]
-    client = TestClient(create_app(searcher.settings, searcher=searcher))
-    client.__enter__()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    app = create_app(searcher.settings, searcher=searcher)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    )
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start within 30 s")
+        time.sleep(0.02)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
     return client, {"Authorization": f"Bearer {token}"}
 
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 DEFAULT_K = 60
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LegRank:
     rank: int  # 1-based: the first hit of a leg contributes 1 / (k + 1)
     score: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fused:
     id: str
     rrf: float

@@ -17,25 +17,30 @@ def outcome_weight(outcome: str | None, weights: Mapping[str, float]) -> float:
     return weights.get(outcome, NEUTRAL_WEIGHT)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KeepDecision:
     kept: bool
     reason: str
 
 
+WORD_MATCH = KeepDecision(True, "word-match")
+NO_LEG = KeepDecision(False, "no-leg")
+MEANING_WITHIN = KeepDecision(True, "meaning-within-margin")
+MEANING_BELOW = KeepDecision(False, "meaning-below-margin")
+NO_GATES = KeepDecision(True, "no-gates")
+
+
 def keep(fused: Fused, best_similarity: float | None, margin: float) -> KeepDecision:
     """DESIGN 3.4: a word match is always kept; a meaning-only match only near the best one."""
     if "text" in fused.legs:
-        return KeepDecision(True, "word-match")
+        return WORD_MATCH
     vec = fused.legs.get("vector")
     if vec is None or best_similarity is None:
-        return KeepDecision(False, "no-leg")
-    if vec.score >= best_similarity - margin:
-        return KeepDecision(True, "meaning-within-margin")
-    return KeepDecision(False, "meaning-below-margin")
+        return NO_LEG
+    return MEANING_WITHIN if vec.score >= best_similarity - margin else MEANING_BELOW
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ranked:
     id: str
     score: float  # rrf x outcome weight
@@ -68,7 +73,7 @@ def rank(
     best = vector[0][1] if vector else None
     out: list[Ranked] = []
     for f in fused:
-        decision = keep(f, best, margin) if gates else KeepDecision(True, "no-gates")
+        decision = keep(f, best, margin) if gates else NO_GATES
         if not decision.kept:
             continue
         w = outcome_weight(outcomes.get(f.id), outcome_weights)

@@ -9,9 +9,10 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from suli.backends.base import Backend, Facets, Hit, LegQuery, LegResults
-from suli.embedding import Embedder
+from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import (
+    BoardAcl,
     Degraded,
     Explain,
     Filters,
@@ -110,22 +111,36 @@ class Searcher:
             raise InvalidInput(f"principal: unknown principal {principal_id!r}", "principal")
         return p
 
-    def visibility(self, principal: Principal) -> Visibility:
-        """Built from the current ACLs on every request: membership changes apply at once."""
-        return visibility_for(principal, self.backend.acls(principal.workspace))
+    def visibility(
+        self, principal: Principal, acls: Sequence[BoardAcl] | None = None
+    ) -> Visibility:
+        """Built from the current ACLs on every request: membership changes apply at once.
+        `acls`: the workspace's ACLs when this request already read them (with its token)."""
+        if acls is None:
+            acls = self.backend.acls(principal.workspace)
+        return visibility_for(principal, acls)
 
     # ---- search --------------------------------------------------------------------------
 
     def search(
-        self, principal: Principal, req: SearchRequest, deadline: Deadline | None = None
+        self,
+        principal: Principal,
+        req: SearchRequest,
+        deadline: Deadline | None = None,
+        acls: Sequence[BoardAcl] | None = None,
     ) -> SearchResponse:
+        """`acls`: the workspace's board ACLs when the caller read them already this request."""
         deadline = deadline or Deadline(self.settings.deadline_s)
         ph = Phases()
-        vis = ph.run("acl", lambda: self.visibility(principal))
+        embedding = None
+        if words(req.query) and req.mode != "text":
+            # The model works while the ACLs are read: the ACL round trip costs no time.
+            embedding = _EMBED_POOL.submit(self.embedder.embed_query, req.query)
+        vis = ph.run("acl", lambda: self.visibility(principal, acls))
         assert isinstance(vis, Visibility)
         if not words(req.query):
             return self._browse(vis, req, deadline, ph)
-        return self._search(vis, req, deadline, ph, req.query)
+        return self._search(vis, req, deadline, ph, req.query, embedding=embedding)
 
     def _browse(
         self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases
@@ -143,12 +158,19 @@ class Searcher:
         return SearchResponse(tuple(results), total, ph.done(), rerank=rerank)
 
     def _embed_query(
-        self, text: str, ph: Phases, degraded: list[Degraded], deadline: Deadline
+        self,
+        text: str,
+        ph: Phases,
+        degraded: list[Degraded],
+        deadline: Deadline,
+        future: concurrent.futures.Future[FloatArray] | None = None,
     ) -> list[float] | None:
-        """The query vector, or None (vector leg degraded) when the embedder fails or is slow."""
+        """The query vector, or None (vector leg degraded) when the embedder fails or is slow.
+        `future`: the embedding already under way (its budget counts from here)."""
         budget = min(self.settings.embed_budget_s, deadline.remaining())
         t0 = time.perf_counter()
-        future = _EMBED_POOL.submit(self.embedder.embed_query, text)
+        if future is None:
+            future = _EMBED_POOL.submit(self.embedder.embed_query, text)
         try:
             vec = future.result(timeout=budget)
             return [float(x) for x in vec]
@@ -171,6 +193,7 @@ class Searcher:
         text: str,
         exclude: Sequence[str] = (),
         prefer: Sequence[Item] = (),
+        embedding: concurrent.futures.Future[FloatArray] | None = None,
     ) -> SearchResponse:
         s = self.settings
         degraded: list[Degraded] = []
@@ -181,7 +204,7 @@ class Searcher:
             )
         vector = None
         if req.mode != "text":
-            vector = self._embed_query(text, ph, degraded, deadline)
+            vector = self._embed_query(text, ph, degraded, deadline, embedding)
         deadline.remaining()
         query = LegQuery(
             vis=vis,
@@ -209,12 +232,12 @@ class Searcher:
         t0 = time.perf_counter()
         items: dict[str, Hit] = {}
         for h in (*legs.vector, *legs.text):  # text last: its hit carries the highlights
-            items[h.item.id] = h
-        highlights = {h.item.id: h.highlights for h in legs.text}
+            items[h.id] = h
+        highlights = {h.id: h.highlights for h in legs.text}
         scored = rank(
-            [(h.item.id, h.score) for h in legs.text],
-            [(h.item.id, h.score) for h in legs.vector],
-            {i: h.item.outcome for i, h in items.items()},
+            [(h.id, h.score) for h in legs.text],
+            [(h.id, h.score) for h in legs.vector],
+            {i: h.outcome for i, h in items.items()},
             k=s.rrf_k,
             text_weight=s.text_weight,
             vector_weight=s.vector_weight,

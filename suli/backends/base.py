@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -28,13 +28,48 @@ class LegQuery:
     timeout_s: float | None = None
 
 
-@dataclass(frozen=True)
 class Hit:
-    """One ranked hit of one leg. score: BM25 for text, cosine similarity for vector."""
+    """One ranked hit of one leg. score: BM25 for text, cosine similarity for vector.
 
-    item: Item
-    score: float
-    highlights: tuple[str, ...] = ()
+    Fusion reads only `id`, `score` and `outcome`; a backend may defer building the full
+    `item` (`Hit.deferred`) so that of ~200 candidates only the page's few are ever built.
+    """
+
+    __slots__ = ("_build", "_item", "highlights", "id", "outcome", "score")
+
+    def __init__(self, item: Item, score: float, highlights: tuple[str, ...] = ()) -> None:
+        self.id, self.outcome, self.score, self.highlights = (
+            item.id,
+            item.outcome,
+            score,
+            highlights,
+        )
+        self._item: Item | None = item
+        self._build: Callable[[], Item] | None = None
+
+    @classmethod
+    def deferred(
+        cls,
+        item_id: str,
+        outcome: str | None,
+        score: float,
+        highlights: tuple[str, ...],
+        build: Callable[[], Item],
+    ) -> Hit:
+        hit = cls.__new__(cls)
+        hit.id, hit.outcome, hit.score, hit.highlights = item_id, outcome, score, highlights
+        hit._item, hit._build = None, build
+        return hit
+
+    @property
+    def item(self) -> Item:
+        if self._item is None:
+            assert self._build is not None
+            self._item = self._build()  # (two threads may both build it: same value)
+        return self._item
+
+    def __repr__(self) -> str:
+        return f"Hit({self.id!r}, {self.score!r})"
 
 
 @dataclass(frozen=True)
@@ -58,6 +93,16 @@ class BulkOutcome:
 class Facets:
     total: int
     values: dict[str, list[tuple[str, int]]]  # facet name -> [(value, count)], most first
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a bearer token stands for, read together: its principal (None when that principal
+    no longer exists), its admin flag, and the board ACLs of the principal's workspace."""
+
+    principal: Principal | None
+    admin: bool
+    acls: tuple[BoardAcl, ...] = ()
 
 
 class Backend(Protocol):
@@ -111,6 +156,10 @@ class Backend(Protocol):
 
     def acls(self, workspace: str) -> list[BoardAcl]: ...
 
+    def acl(self, board: str) -> BoardAcl | None:
+        """One board's ACL, whatever its workspace (admin write checks)."""
+        ...
+
     def put_principals(self, principals: Sequence[Principal]) -> None: ...
 
     def principal(self, principal_id: str) -> Principal | None: ...
@@ -118,6 +167,10 @@ class Backend(Protocol):
     def put_token(self, token_hash: str, principal_id: str, admin: bool) -> None: ...
 
     def token(self, token_hash: str) -> tuple[str, bool] | None: ...
+
+    def session(self, token_hash: str) -> Session | None:
+        """token + principal + the workspace's ACLs in one go (None: unknown token)."""
+        ...
 
     def revoke_token(self, token_hash_or_prefix: str) -> int: ...
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from suli.backends import embedded_sql as q
-from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults
+from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
@@ -384,6 +384,17 @@ class EmbeddedBackend:
             BoardAcl(b, w, n, tuple(json.loads(m)), tuple(json.loads(g))) for b, w, n, m, g in rows
         ]
 
+    def acl(self, board: str) -> BoardAcl | None:
+        with self._tx() as c:
+            row = c.execute(
+                "SELECT board, workspace, name, members, groups_ FROM acls WHERE board = ?",
+                (board,),
+            ).fetchone()
+        if row is None:
+            return None
+        b, w, n, m, g = row
+        return BoardAcl(b, w, n, tuple(json.loads(m)), tuple(json.loads(g)))
+
     def put_principals(self, principals: Sequence[Principal]) -> None:
         with self._tx(write=True) as c:
             c.executemany(
@@ -411,6 +422,14 @@ class EmbeddedBackend:
                 "SELECT principal_id, admin FROM tokens WHERE hash = ?", (token_hash,)
             ).fetchone()
         return None if row is None else (row[0], bool(row[1]))
+
+    def session(self, token_hash: str) -> Session | None:
+        found = self.token(token_hash)
+        if found is None:
+            return None
+        principal = self.principal(found[0])
+        acls = tuple(self.acls(principal.workspace)) if principal else ()
+        return Session(principal, found[1], acls)
 
     def revoke_token(self, token_hash_or_prefix: str) -> int:
         """Revoke by the exact hash (as the OpenSearch backend does)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import time
@@ -23,7 +24,7 @@ from tenacity import (
 
 import mappings
 from suli.backends import opensearch_bodies as bodies
-from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults
+from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
@@ -84,6 +85,22 @@ def _wrap(call: Callable[[], T], what: str) -> T:
         if status in (429,) or status >= 500:
             raise BackendUnavailable(f"OpenSearch failed {what} (status {status})") from e
         raise
+
+
+def _acl(s: dict[str, Any]) -> BoardAcl:
+    return BoardAcl(
+        s["board"],
+        s["workspace"],
+        s.get("name", ""),
+        tuple(s.get("members", ())),
+        tuple(s.get("groups", ())),
+    )
+
+
+def _principal(s: dict[str, Any]) -> Principal:
+    return Principal(
+        s["principal_id"], s["workspace"], s.get("kind", "person"), tuple(s.get("groups", ()))
+    )
 
 
 class OpenSearchBackend:
@@ -212,7 +229,9 @@ class OpenSearchBackend:
                 if leg == "vector":
                     score = bodies.cosine_from_score(score)
                 hl = bodies.ordered_highlights(h.get("highlight") or {})
-                out[leg].append(Hit(bodies.doc_to_item(h["_source"]), score, hl))
+                src = h["_source"]
+                build = functools.partial(bodies.doc_to_item, src)
+                out[leg].append(Hit.deferred(src["id"], src.get("outcome"), score, hl, build))
         return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings)
 
     def _search(
@@ -428,16 +447,11 @@ class OpenSearchBackend:
             },
         }
         r = self._search(body, "acl read", index=self.acl_index)
-        return [
-            BoardAcl(
-                s["board"],
-                s["workspace"],
-                s.get("name", ""),
-                tuple(s.get("members", ())),
-                tuple(s.get("groups", ())),
-            )
-            for s in (h["_source"] for h in r["hits"]["hits"])
-        ]
+        return [_acl(h["_source"]) for h in r["hits"]["hits"]]
+
+    def acl(self, board: str) -> BoardAcl | None:
+        s = self._get(f"acl:{board}")
+        return None if s is None else _acl(s)
 
     def put_principals(self, principals: Sequence[Principal]) -> None:
         for p in principals:
@@ -462,22 +476,61 @@ class OpenSearchBackend:
 
     def principal(self, principal_id: str) -> Principal | None:
         s = self._get(f"principal:{principal_id}")
-        if s is None:
-            return None
-        return Principal(
-            s["principal_id"], s["workspace"], s.get("kind", "person"), tuple(s.get("groups", ()))
-        )
+        return None if s is None else _principal(s)
 
     def put_token(self, token_hash: str, principal_id: str, admin: bool) -> None:
+        # The principal's workspace is kept on the token so `session` can read the workspace's
+        # ACLs in the same round trip as the token and the principal.
+        owner = self.principal(principal_id)
         self._put(
             f"token:{token_hash}",
             {
                 "doc_type": "token",
                 "principal_id": principal_id,
+                "workspace": owner.workspace if owner else None,
                 "admin": admin,
                 "created_at": datetime.now(UTC).isoformat(),
             },
         )
+
+    def session(self, token_hash: str) -> Session | None:
+        """One `_msearch` on the ACL index: the token document, its principal (a terms lookup
+        on the token's `principal_id`) and the ACLs of the workspace recorded on the token."""
+        doc = f"token:{token_hash}"
+
+        def on_token(path: str) -> dict[str, str]:
+            return {"index": self.acl_index, "id": doc, "path": path}
+
+        def of_type(doc_type: str, field: str) -> dict[str, Any]:
+            terms = {"terms": {field: on_token(field)}}
+            return {"bool": {"filter": [{"term": {"doc_type": doc_type}}, terms]}}
+
+        searches = [
+            {"size": 1, "query": {"ids": {"values": [doc]}}},
+            {"size": 1, "query": of_type("principal", "principal_id")},
+            {"size": 10_000, "query": of_type("acl", "workspace")},
+        ]
+        lines: list[dict[str, Any]] = []
+        for body in searches:
+            lines += [{"index": self.acl_index}, body]
+        got = _wrap(lambda: self.client.msearch(body=lines), "session read")["responses"]
+        for r in got:
+            if "error" in r:
+                if r.get("status") == 404:  # no ACL index yet: no token exists
+                    return None
+                raise BackendUnavailable(f"session read failed: {r['error']}")
+        tokens, principals, acls = (r["hits"]["hits"] for r in got)
+        if not tokens:
+            return None
+        token = tokens[0]["_source"]
+        admin = bool(token.get("admin"))
+        if not principals:
+            return Session(None, admin)
+        principal = _principal(principals[0]["_source"])
+        if token.get("workspace") != principal.workspace:
+            # A token made before workspaces were kept on tokens, or a principal moved since.
+            return Session(principal, admin, tuple(self.acls(principal.workspace)))
+        return Session(principal, admin, tuple(_acl(h["_source"]) for h in acls))
 
     def token(self, token_hash: str) -> tuple[str, bool] | None:
         s = self._get(f"token:{token_hash}")

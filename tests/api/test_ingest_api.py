@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from suli.models import BoardAcl, Principal
 from suli.visibility import Visibility
 
 from .helpers import OTHER_WS, Api, World, assert_error_shape, raw_item
@@ -167,3 +168,22 @@ def test_an_admin_cannot_overwrite_or_delete_another_workspaces_item(admin: Api)
         "itm_rollback": "ws_main",
     }
     assert backend.get_many(theirs, ["itm_other"])["itm_other"] == before
+
+
+def test_an_admin_cannot_take_over_another_workspaces_board_or_principal(admin: Api) -> None:
+    backend = admin.searcher.backend
+    backend.put_acls([BoardAcl("brd_theirs", OTHER_WS, "Theirs", ("prn_eve",), ())])
+    h = admin.auth("admin")
+    # Ids of boards and principals are global: the write would move them into ws_main.
+    r = admin.client.put("/api/v1/boards/brd_theirs", json={"members": ["prn_ana"]}, headers=h)
+    err = assert_error_shape(r, 403, "forbidden")
+    assert "board" in err["message"]
+    r = admin.client.put("/api/v1/principals/prn_eve", json={"groups": ["grp_eng"]}, headers=h)
+    err = assert_error_shape(r, 403, "forbidden")
+    assert "principal" in err["message"]
+    assert backend.acl("brd_theirs") == BoardAcl("brd_theirs", OTHER_WS, "Theirs", ("prn_eve",))
+    assert backend.principal("prn_eve") == Principal("prn_eve", OTHER_WS, "person", ())
+    # Its own board and principal are still replaced as before.
+    r = admin.client.put("/api/v1/boards/brd_eng", json={"members": ["prn_bob"]}, headers=h)
+    assert r.status_code == 200, r.text
+    assert backend.acl("brd_eng") == BoardAcl("brd_eng", "ws_main", "", ("prn_bob",), ())

@@ -280,6 +280,8 @@ class AclChangeRules:
 
         # No refresh between the ACL writes and the queries: the next query must see them.
         assert sees() == (False,) * 4
+        assert w.backend.acl("brd_x") == acl("brd_x", members=["prn_q"])
+        assert w.backend.acl("brd_absent") is None
         w.backend.put_acls([acl("brd_x", members=["prn_q", "prn_p"])])
         assert sees() == (True,) * 4
         w.backend.put_acls([acl("brd_x", members=["prn_q"], groups=["g_one"])])
@@ -291,3 +293,27 @@ class AclChangeRules:
         w.backend.put_acls([acl("brd_x")])
         assert sees() == (False,) * 4
         assert w.backend.count() == count  # nothing was reindexed
+
+    def test_a_session_reads_the_tokens_principal_and_current_acls(
+        self, make_searcher: MakeSearcher
+    ) -> None:
+        from suli.auth import create_token, hash_token, revoke_token
+
+        w = make_searcher(
+            [], [principal("prn_p", "g_one"), principal("prn_o", workspace=OTHER_WS)],
+            [acl("brd_x", members=["prn_p"]), acl("brd_o", workspace=OTHER_WS)],
+        )  # fmt: skip
+        token = create_token(w.backend, "prn_p", admin=True)
+        w.refresh()
+        session = w.backend.session(hash_token(token))
+        assert session is not None and session.admin
+        assert session.principal == principal("prn_p", "g_one")
+        assert set(session.acls) == {acl("brd_x", members=["prn_p"])}  # its workspace only
+        w.backend.put_acls([acl("brd_y", groups=["g_one"])])
+        w.backend.put_principals([principal("prn_p", "g_two")])
+        session = w.backend.session(hash_token(token))
+        assert session is not None and session.principal == principal("prn_p", "g_two")
+        assert {a.board for a in session.acls} == {"brd_x", "brd_y"}  # no refresh needed
+        assert w.backend.session(hash_token("suli_not_a_token")) is None
+        revoke_token(w.backend, token)
+        assert w.backend.session(hash_token(token)) is None

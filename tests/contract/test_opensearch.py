@@ -58,3 +58,32 @@ class TestOpenSearchContract(BackendContract):
             os_client.indices.delete(index=",".join(names), ignore=[404])
         for backend in made:
             backend.close()
+
+
+def test_a_token_without_a_recorded_workspace_still_gets_its_acls(
+    opensearch_url: str, os_client: OpenSearch
+) -> None:
+    """Tokens made before `put_token` recorded the workspace: the session reads ACLs apart."""
+    from suli.auth import hash_token
+
+    name = f"test-{uuid4().hex}"
+    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
+    backend = OpenSearchBackend(settings, 8, "fake")
+    try:
+        backend.ensure_ready()
+        backend.put_principals([Principal("prn_p", "ws_main", "person", ("g",))])
+        backend.put_acls([BoardAcl("brd_g", "ws_main", "", (), ("g",))])
+        doc = {"doc_type": "token", "principal_id": "prn_p", "admin": False}  # no workspace
+        os_client.index(index=settings.acl_index, id="token:old", body=doc, refresh=True)
+        session = backend.session("old")
+        assert session is not None and session.principal is not None
+        assert session.principal.id == "prn_p"
+        assert [a.board for a in session.acls] == ["brd_g"]
+        # The principal is gone: the token is known, its principal is not.
+        os_client.delete(index=settings.acl_index, id="principal:prn_p", refresh=True)
+        gone = backend.session("old")
+        assert gone is not None and gone.principal is None
+        assert backend.session(hash_token("anything")) is None
+    finally:
+        os_client.indices.delete(index=f"{name}*", ignore=[404])
+        backend.close()
