@@ -19,29 +19,37 @@ from suli.settings import Settings
 bearer = HTTPBearer(auto_error=False, description="An API token from `suli token create`.")
 
 
-def get_runtime(request: Request) -> Runtime:
+# Dependencies that do not block are `async def`: FastAPI runs a plain `def` one in the
+# thread pool, a hop per dependency per request that the search path does not need.
+
+
+async def get_runtime(request: Request) -> Runtime:
     return request.app.state.runtime
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def get_settings(runtime: RuntimeDep) -> Settings:
+async def get_settings(runtime: RuntimeDep) -> Settings:
     return runtime.settings
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def get_searcher(runtime: RuntimeDep) -> Searcher:
-    """Sync on purpose: a first connection attempt blocks, so FastAPI runs it in a thread."""
-    return runtime.searcher()
+async def open_searcher(runtime: Runtime, deadline: Deadline | None = None) -> Searcher:
+    """The Searcher; only building it (the first connection attempt) blocks, in a thread."""
+    return runtime.built or await run_blocking(runtime.searcher, deadline=deadline)
+
+
+async def get_searcher(runtime: RuntimeDep) -> Searcher:
+    return await open_searcher(runtime)
 
 
 SearcherDep = Annotated[Searcher, Depends(get_searcher)]
 
 
-def get_deadline(settings: SettingsDep) -> Deadline:
+async def get_deadline(settings: SettingsDep) -> Deadline:
     """One deadline per request, started before authentication so it bounds everything."""
     return Deadline(settings.deadline_s)
 
@@ -64,7 +72,7 @@ async def get_caller(
     """The principal behind the bearer token (401 otherwise), counted by the rate limiter."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
-    searcher = await run_blocking(runtime.searcher, deadline=deadline)
+    searcher = await open_searcher(runtime, deadline)
     session = await run_blocking(
         open_session, searcher.backend, credentials.credentials, deadline=deadline
     )
@@ -77,14 +85,14 @@ async def get_caller(
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-def get_principal(caller: CallerDep) -> Principal:
+async def get_principal(caller: CallerDep) -> Principal:
     return caller.principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 
-def get_admin(caller: CallerDep) -> Principal:
+async def get_admin(caller: CallerDep) -> Principal:
     """Ingestion and ACL routes: an admin token, else 403."""
     if not caller.admin:
         raise Forbidden("this route needs an admin token")

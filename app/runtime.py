@@ -78,6 +78,11 @@ class Runtime:
                 self._owned = True
             return self._searcher
 
+    @property
+    def built(self) -> Searcher | None:
+        """The Searcher when it is built already (never blocks)."""
+        return self._searcher
+
     def searcher(self) -> Searcher:
         """The Searcher, or BackendUnavailable while it could never be built (retried, throttled).
 

@@ -2,6 +2,7 @@
 
     python -m bench.scale --url http://127.0.0.1:9200 --sizes 10000 100000 --queries 200
     python -m bench.scale --backends embedded --sizes 10000 100000
+    python -m bench.scale --backends opensearch --merge-segments 1   # after a force-merge
 
 Each size gets its own index (alias `<prefix>-<n>`, default prefix `bench-scale`, kept and reused on the next run when it
 holds exactly n items) filled with the seeded synthetic items of `bench.embedded` (Zipf text,
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -100,12 +102,26 @@ def run_size(backend_name: str, n: int, args: argparse.Namespace, workdir: Path)
     settings = backend.settings if isinstance(backend, OpenSearchBackend) else Settings()
     searcher = Searcher(backend, LookupEmbedder(vectors, MODEL), settings)
 
-    sides: dict[str, Callable[[str], Any]] = {
-        "suli_core": lambda q: searcher.search(ME, SearchRequest(query=q, limit=10))
-    }
+    phases: dict[str, list[float]] = {}
+
+    def core(q: str) -> Any:
+        resp = searcher.search(ME, SearchRequest(query=q, limit=10))
+        for k, v in resp.timings_ms.items():
+            phases.setdefault(k, []).append(v)
+        return resp
+
+    sides: dict[str, Callable[[str], Any]] = {"suli_core": core}
     extra: dict[str, Any] = {}
     if isinstance(backend, OpenSearchBackend):
         client, alias = backend.client, backend.alias
+        if args.merge_segments and segments(client, alias) > args.merge_segments:
+            extra["segments_before_merge"] = segments(client, alias)
+            t0 = time.perf_counter()
+            client.indices.forcemerge(
+                index=alias, max_num_segments=args.merge_segments, request_timeout=3600
+            )
+            client.indices.refresh(index=alias)  # the merged-away segments leave the listing
+            extra["force_merge_s"] = round(time.perf_counter() - t0, 1)
         vis = visibility_for(ME, backend.acls("ws_main"))
         depth = settings.candidate_depth
 
@@ -129,6 +145,9 @@ def run_size(backend_name: str, n: int, args: argparse.Namespace, workdir: Path)
         "rounds": args.rounds,
         "total_for_first_query": visible.total,
         "sides": summarise(times, "suli_core"),
+        # Suli's own phase clocks (median ms): on OpenSearch, text_took / vector_took are the
+        # node's own times for each leg.
+        "core_phases_p50_ms": {k: round(statistics.median(v), 2) for k, v in phases.items()},
         "load_avg": [round(x, 1) for x in os.getloadavg()],
         **extra,
     }
@@ -162,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--prefix", default="bench-scale", help="OpenSearch alias prefix")
+    ap.add_argument(
+        "--merge-segments",
+        type=int,
+        default=0,
+        help="force-merge each OpenSearch index down to this many segments before timing",
+    )
     ap.add_argument("--dir", type=Path, help="keep embedded stores here and reuse them")
     args = ap.parse_args(argv)
     results = []

@@ -101,6 +101,7 @@ def test_scale_reports_growth_per_backend(opensearch_url: str, tmp_path: Path) -
     os_small = report["results"][0]
     assert set(os_small["sides"]) == {"suli_core", "raw_msearch"}
     assert os_small["segments"] >= 1
+    assert {"acl", "msearch", "text_took", "vector_took"} <= set(os_small["core_phases_p50_ms"])
     # The searching principal sees some but not all items (the visibility mix is in play).
     assert 0 < os_small["total_for_first_query"] < 40
     assert set(report["growth"]) == {
