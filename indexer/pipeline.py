@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -13,7 +13,8 @@ from suli.errors import InvalidInput
 from suli.models import Item
 from suli.validate import parse_item
 
-BATCH = 64  # items embedded and written together
+BATCH = 64  # items embedded together (a progress step with a slow model)
+WRITE_BATCH = 500  # items per write once embedded: fewer, larger bulk requests (= BULK_CHUNK)
 
 
 @dataclass
@@ -85,9 +86,24 @@ def index_items(
     embedder: Embedder,
     on_progress: Callable[[Summary], None] | None = None,
     batch_size: int = BATCH,
+    write_size: int = WRITE_BATCH,
 ) -> Summary:
-    """Embed and upsert valid items in batches; count every entry as indexed or rejected."""
+    """Embed valid items in batches of batch_size and upsert them in batches of write_size;
+    count every entry as indexed or rejected."""
     summary = Summary()
+    pending: list[tuple[int, Item, Sequence[float]]] = []
+
+    def write() -> None:
+        if not pending:
+            return
+        outcome = backend.upsert([(it, vec) for _, it, vec in pending])
+        lines = {it.id: n for n, it, _ in pending}  # a rejected id is reported at its last line
+        summary.indexed += len(outcome.indexed)
+        summary.retried += outcome.retries
+        for item_id, reason in outcome.rejected.items():
+            summary.rejected.append(Rejection(lines[item_id], item_id, reason))
+        pending.clear()
+
     for batch in _batches(entries, batch_size):
         summary.read += len(batch)
         # Within one batch the last line for an id wins, as it would across batches.
@@ -101,13 +117,14 @@ def index_items(
                 items[entry.id] = (n, entry)
         if items:
             vectors = embedder.embed_documents([it.embed_text() for _, it in items.values()])
-            outcome = backend.upsert([(it, vectors[i]) for i, (_, it) in enumerate(items.values())])
-            summary.indexed += len(outcome.indexed)
-            summary.retried += outcome.retries
-            for item_id, reason in outcome.rejected.items():
-                summary.rejected.append(Rejection(items[item_id][0], item_id, reason))
+            pending.extend((n, it, vectors[i]) for i, (n, it) in enumerate(items.values()))
+        if len(pending) >= write_size:
+            write()
         if on_progress:
             on_progress(summary)
+    write()
+    if on_progress:
+        on_progress(summary)
     return summary
 
 

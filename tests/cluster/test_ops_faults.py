@@ -182,7 +182,7 @@ def test_write_queue_storm_backs_off_and_loses_nothing(
     def send(part: list[tuple[int, Item]]) -> None:
         backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
         try:
-            summaries.append(index_items(part, backend, embedder, batch_size=32))
+            summaries.append(index_items(part, backend, embedder, batch_size=32, write_size=32))
         except BaseException as e:  # surfaced below: a thread must not swallow it
             errors.append(e)
         finally:
