@@ -29,6 +29,8 @@ from opensearchpy import OpenSearch
 
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_vectors, summarise
+from devcluster.provision import provision
+from devcluster.spec import LOG4J2_PROPERTIES
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import HIGHLIGHT_FIELDS, SOURCE_EXCLUDES, text_leg, vector_leg
@@ -41,7 +43,6 @@ from suli.visibility import Visibility, visibility_for
 
 PIPELINE = "suli-bench-rrf"
 ARTIFACT = "org.opensearch.plugin:neural-search:2.19.1.0:zip"
-OS_HOME = Path.home() / ".cache" / "suli" / "opensearch-2.19.1"
 PLUGINS = (
     "org.opensearch.transport.Netty4Plugin,org.opensearch.painless.PainlessPlugin,"
     "org.opensearch.analysis.common.CommonAnalysisPlugin,"
@@ -70,14 +71,13 @@ def start_node(state: Path, port: int) -> subprocess.Popen[bytes]:
     shutil.rmtree(home, ignore_errors=True)
     (home / "config").mkdir(parents=True)
     (home / "tmp").mkdir()
-    log4j = next((Path.home() / ".cache" / "suli" / "cluster" / "nodes").glob("*/config/log4j2*"))
-    shutil.copy(log4j, home / "config")
+    (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
     (home / "config" / "opensearch.yml").write_text(
         f"cluster.name: bench-neural\nnode.name: nn1\nnetwork.host: 127.0.0.1\n"
         f"http.port: {port}\ntransport.port: {port + 100}\ndiscovery.type: single-node\n"
         "cluster.routing.allocation.disk.threshold_enabled: false\n"
     )
-    cp = f"{OS_HOME}/launcher:{OS_HOME}/lib/*:{OS_HOME}/knn/*:{jars}/*"
+    cp = f"{provision().classpath}:{jars}/*"  # the devcluster's jars (provisioned if need be)
     cmd = ["java", "-Xms768m", "-Xmx768m", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
            "-Djava.awt.headless=true", "-Djna.nosys=true", "-Djava.locale.providers=SPI,COMPAT",
            "-Dlog4j2.disable.jmx=true", f"-Djava.io.tmpdir={home / 'tmp'}",
@@ -123,6 +123,19 @@ def ensure_corpus(url: str, alias: str, limit: int | None) -> OpenSearchBackend:
         },
     )
     return backend
+
+
+def same_top10(q: str, native: list[tuple[str, float]], suli: list[tuple[str, float]]) -> None:
+    """The claim, asserted: both sides return the same top 10 with the same RRF scores, except
+    where items tie (equal scores may come in any order, and the 10th place may go to either)."""
+    assert len(native) == len(suli), (q, native, suli)
+    for (_, ns), (_, ss) in zip(native, suli, strict=True):
+        assert abs(ns - ss) < 1e-6, (q, native, suli)  # the same score at every rank
+    if native:
+        last = native[-1][1]
+        differ = {i for i, _ in native} ^ {i for i, _ in suli}
+        tied = {i for i, sc in (*native, *suli) if abs(sc - last) < 1e-6}
+        assert differ <= tied, (q, differ, native, suli)
 
 
 def hybrid_body(vis: Visibility, text: str, vec: Sequence[float], depth: int) -> dict[str, Any]:
@@ -194,23 +207,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     client = backend.client
     depth = settings.candidate_depth
 
-    def native(q: str) -> list[str]:
+    def native_scored(q: str) -> list[tuple[str, float]]:
         r = client.search(
             index=args.alias,
             body=hybrid_body(vis, q, vectors[q], depth),
             params={"search_pipeline": PIPELINE},
         )
-        return [h["_id"] for h in r["hits"]["hits"]]
+        return [(h["_id"], float(h["_score"])) for h in r["hits"]["hits"]]
 
-    def suli(q: str) -> list[str]:
-        return [r.id for r in searcher.search(PRINCIPAL, SearchRequest(query=q, limit=10)).results]
+    def suli_scored(q: str) -> list[tuple[str, float]]:
+        resp = searcher.search(PRINCIPAL, SearchRequest(query=q, limit=10))
+        return [(r.id, r.score) for r in resp.results]
 
     same, overlap = 0, []
     for q in texts:
-        a, b = native(q), suli(q)
-        same += a == b
-        overlap.append(len(set(a) & set(b)) / max(len(a), 1))
-    sides: dict[str, Callable[[str], Any]] = {"native_hybrid_rrf": native, "suli_fusion": suli}
+        a, b = native_scored(q), suli_scored(q)
+        same_top10(q, a, b)
+        same += [i for i, _ in a] == [i for i, _ in b]
+        overlap.append(len({i for i, _ in a} & {i for i, _ in b}) / max(len(a), 1))
+    sides: dict[str, Callable[[str], Any]] = {
+        "native_hybrid_rrf": native_scored,
+        "suli_fusion": suli_scored,
+    }
     times = interleave(sides, texts, args.rounds)
     report = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
