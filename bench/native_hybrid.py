@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -61,6 +62,7 @@ def start_node(state: Path, port: int) -> subprocess.Popen[bytes]:
             ["mvn", "-B", "-q", "dependency:copy", f"-Dartifact={ARTIFACT}",
              f"-DoutputDirectory={dl}"],
             check=True,
+            stdout=sys.stderr,  # stdout carries only the report
         )  # fmt: skip
         jars.mkdir(exist_ok=True)
         with zipfile.ZipFile(next(dl.glob("neural-search-*.zip"))) as z:

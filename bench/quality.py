@@ -99,6 +99,12 @@ def variants(s: Settings) -> dict[str, dict[str, Any]]:
         "hybrid rrf k=10, no gates": dict(
             k=10, text_weight=1, vector_weight=1, margin=0, gates=False
         ),
+        "hybrid k=60, weighted legs text 1 / vector 0.6, no gates": dict(
+            k=60, text_weight=1, vector_weight=0.6, margin=0, gates=False
+        ),
+        "hybrid k=60, weighted legs text 1 / vector 1.5, no gates": dict(
+            k=60, text_weight=1, vector_weight=1.5, margin=0, gates=False
+        ),
         "hybrid tuned, no gates": {**tuned, "gates": False},
         "hybrid tuned, gates on (default)": {**tuned, "gates": True},
     }

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -65,7 +66,7 @@ def fill(backend: Backend, n: int, seed: int) -> str:
         outcome = backend.upsert(list(zip(items, vecs, strict=True)))
         if outcome.rejected:
             raise SystemExit(f"items rejected: {dict(list(outcome.rejected.items())[:3])}")
-        print(f"  {start + size}/{n} items", flush=True)
+        print(f"  {start + size}/{n} items", file=sys.stderr, flush=True)
     backend.refresh()
     secs = time.perf_counter() - t0
     return f"loaded in {secs:.0f} s ({n / secs:.0f} items/s)"
@@ -90,7 +91,7 @@ def run_size(backend_name: str, n: int, args: argparse.Namespace, workdir: Path)
         backend = opensearch_backend(args.url, args.prefix, n)
     else:
         backend = EmbeddedBackend(workdir / f"scale-{n}-seed{args.seed}.db", DIM)
-    print(f"{backend_name} {n}: {fill(backend, n, args.seed)}", flush=True)
+    print(f"{backend_name} {n}: {fill(backend, n, args.seed)}", file=sys.stderr, flush=True)
     backend.put_acls(acls())
     backend.put_principals([ME])
     backend.refresh()
@@ -194,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for name in args.backends:
             for n in args.sizes:
                 results.append(run_size(name, n, args, args.dir or Path(d)))
-                print(json.dumps(results[-1]), flush=True)
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     report = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "cores": os.cpu_count(),
