@@ -198,9 +198,10 @@ class OpenSearchBackend:
         timings: dict[str, float] = {"msearch": took}
         responses = list(resp["responses"])
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
-            # A leg whose shards all failed at once (a primary moving during a node restart) is
-            # asked once more before it is reported as degraded.
-            if isinstance(r.get("error"), dict) and r.get("status", 500) >= 500:
+            # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
+            # restarts and its shard copies move, is asked once more before it is reported.
+            all_failed = isinstance(r.get("error"), dict) and r.get("status", 500) >= 500
+            if all_failed or (r.get("_shards") or {}).get("failed"):
                 with contextlib.suppress(opensearchpy.TransportError):
                     responses[n] = self.client.search(index=self.alias, body=body, params=params)
         for (leg, _), r in zip(legs, responses, strict=True):

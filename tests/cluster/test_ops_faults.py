@@ -36,7 +36,7 @@ from ops_support import (
 )
 
 import devcluster
-from indexer.pipeline import Summary, index_items, write_rejects
+from indexer.pipeline import BATCH, WRITE_BATCH, Summary, index_items, write_rejects
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import Item
@@ -86,7 +86,8 @@ def test_node_killed_mid_index_loses_and_duplicates_nothing(
     s = settings_for(cluster.urls, make_index_name(), tmp_path)
     data = items(1000)
     lines = [item_line(it) + "\n" for it in data]
-    half = len(lines) // 2
+    # Enough lines for one full write (and a batch more) before the kill; the rest after it.
+    first = WRITE_BATCH + 2 * BATCH
     rejects = tmp_path / "rejects.jsonl"
     suli = [sys.executable, "-c", "from cli.main import cli; cli()"]
     out_path, err_path = tmp_path / "out.json", tmp_path / "err.log"
@@ -103,14 +104,14 @@ def test_node_killed_mid_index_loses_and_duplicates_nothing(
     victim = None
     try:
         assert proc.stdin is not None
-        proc.stdin.writelines(lines[:half])
+        proc.stdin.writelines(lines[:first])
         proc.stdin.flush()
-        # Mid-run for sure: the indexer waits on stdin for the second half.
-        _wait_for(lambda: _count(client, s.index_alias) >= half // 2, 240, "the first items")
+        # Mid-run for sure: one write landed, the indexer holds more and waits on stdin.
+        _wait_for(lambda: _count(client, s.index_alias) >= WRITE_BATCH, 240, "the first items")
         victim = TINY_NODE
         cluster.kill(victim)
         assert proc.poll() is None, "the indexer finished before the node was killed"
-        proc.stdin.writelines(lines[half:])
+        proc.stdin.writelines(lines[first:])
         proc.stdin.close()
         proc.wait(timeout=400)
     finally:
