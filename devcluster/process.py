@@ -62,12 +62,11 @@ def is_node(pid: int, home: Path) -> bool:
     """True when pid is alive and is the OsNode JVM of this node home (not a reused pid)."""
     if not alive(pid):
         return False
-    if pid in _children:  # ours; right after fork its cmdline may not show java yet
-        return True
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return True  # no /proc (not Linux): trust the pid file
+    # Popen returns after exec, so even a node started a moment ago shows its own argv.
     return b"OsNode" in argv and str(home).encode() in argv
 
 

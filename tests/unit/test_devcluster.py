@@ -162,6 +162,17 @@ def test_a_reused_pid_that_is_not_our_node_is_stale(tmp_path: Path) -> None:
     assert cluster.pid(1) is None
 
 
+def _why(pid: int) -> str:
+    """What is_node saw, for a failure message."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError as e:
+        argv = repr(e).encode()
+    child = process._children.get(pid)
+    state = None if child is None else (child.args, child.returncode)
+    return f"alive={process.alive(pid)} child={state} cmdline={argv!r}"
+
+
 def test_a_process_that_looks_like_our_node_is_found_even_without_pid_file(tmp_path: Path) -> None:
     cluster = _cluster(tmp_path)
     home = cluster.home(2)
@@ -171,7 +182,11 @@ def test_a_process_that_looks_like_our_node_is_found_even_without_pid_file(tmp_p
     code = "import time; time.sleep(30)"
     fake = subprocess.Popen([sys.executable, "-c", code, "OsNode", str(home)])
     try:
-        assert process.is_node(fake.pid, home)
+        cmdline = Path(f"/proc/{fake.pid}/cmdline")
+        deadline = time.monotonic() + 5  # setup: the fake's own argv is visible
+        while b"OsNode" not in cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.is_node(fake.pid, home), _why(fake.pid)
         assert not process.is_node(fake.pid, cluster.home(0))  # another node's home
         assert fake.pid in process.find_nodes(tmp_path / "nodes")
         (home / "pid").write_text(f"{fake.pid}\n")
