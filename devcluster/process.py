@@ -62,11 +62,12 @@ def is_node(pid: int, home: Path) -> bool:
     """True when pid is alive and is the OsNode JVM of this node home (not a reused pid)."""
     if not alive(pid):
         return False
+    if pid in _children:  # a running child of ours (alive() dropped it if it exited): the
+        return True  # JVM launcher may re-exec itself, and mid-exec its argv reads empty
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return True  # no /proc (not Linux): trust the pid file
-    # Popen returns after exec, so even a node started a moment ago shows its own argv.
     return b"OsNode" in argv and str(home).encode() in argv
 
 
