@@ -34,7 +34,7 @@ from devcluster.provision import provision
 from devcluster.spec import LOG4J2_PROPERTIES
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import HIGHLIGHT_FIELDS, SOURCE_EXCLUDES, text_leg, vector_leg
+from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, text_leg, vector_leg
 from suli.embedding import build_embedder
 from suli.models import Filters, SearchRequest
 from suli.service import Searcher
@@ -144,23 +144,17 @@ def hybrid_body(vis: Visibility, text: str, vec: Sequence[float], depth: int) ->
     """The same two leg queries as Suli's, as sub-queries of one `hybrid` query."""
     fields = "plain" if only_common_words(text) else "stemmed"
     q = LegQuery(vis, Filters(), text, [float(x) for x in vec], depth, fields)
+    text_body = text_leg(q)
     return {
         "size": 10,
         "_source": {"excludes": SOURCE_EXCLUDES},
         "query": {
             "hybrid": {
                 "pagination_depth": depth,  # candidates per sub-query, like Suli's depth
-                "queries": [text_leg(q)["query"], vector_leg(q)["query"]],
+                "queries": [text_body["query"], vector_leg(q)["query"]],
             }
         },
-        "highlight": {
-            "encoder": "html",
-            "pre_tags": ["<mark>"],
-            "post_tags": ["</mark>"],
-            "fragment_size": 160,
-            "number_of_fragments": 1,
-            "fields": {f: {} for f in HIGHLIGHT_FIELDS[fields]},
-        },
+        "highlight": text_body["highlight"],  # Suli's own highlight block
     }
 
 
