@@ -61,9 +61,7 @@ def _ingest(
     entries = _entries(searcher, admin, raw)
     summary = index_items(entries, searcher.backend, searcher.embedder)
     if refresh and summary.indexed:
-        do_refresh = getattr(searcher.backend, "refresh", None)
-        if do_refresh is not None:
-            do_refresh()
+        searcher.backend.refresh()
     rejected = {r.line: r.reason for r in summary.rejected}
     items = []
     for n, entry in entries:

@@ -89,7 +89,7 @@ def seed(settings: Settings) -> dict[str, str]:
         ]
         summary = index_items(list(enumerate(items)), b, emb)
         assert summary.indexed == 30, summary.to_json()
-        b.refresh()  # type: ignore[attr-defined]
+        b.refresh()
         return {
             "reader": create_token(b, "prn_reader"),
             "admin": create_token(b, "prn_admin", admin=True),

@@ -117,7 +117,7 @@ def build(settings: Settings, n_items: int, n_principals: int, seed: int) -> lis
         )
         if summary.indexed != n_items:
             raise SystemExit(f"indexing lost items: {summary.to_json()}")
-        backend.refresh()  # type: ignore[attr-defined]
+        backend.refresh()
         print(f"indexed {n_items} items in {time.perf_counter() - t0:.1f}s", flush=True)
         return [create_token(backend, p.id) for p in principals]
     finally:

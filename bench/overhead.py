@@ -174,7 +174,7 @@ def http_client(searcher: Searcher) -> tuple[Any, dict[str, str]]:
     from suli.auth import create_token
 
     token = create_token(searcher.backend, PRINCIPAL.id)
-    searcher.backend.refresh()  # type: ignore[attr-defined]
+    searcher.backend.refresh()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

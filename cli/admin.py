@@ -55,9 +55,7 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
             progress.update(task, completed=sm.read)
 
         summary = index_stream(stream, s.backend, s.embedder, on_progress=tick)
-    refresh = getattr(s.backend, "refresh", None)
-    if refresh:
-        refresh()
+    s.backend.refresh()
     if summary.rejected:
         rejects_path = rejects_path or (("stdin" if file == "-" else file) + ".rejects.jsonl")
         write_rejects(rejects_path, summary.rejected)

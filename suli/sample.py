@@ -321,7 +321,5 @@ def load(backend: Backend, embedder: Embedder, ws: SampleWorkspace | None = None
     out = backend.upsert([(it, vecs[n]) for n, it in enumerate(ws.items)])
     if out.rejected:
         raise IndexingError(f"sample items rejected: {dict(list(out.rejected.items())[:3])}")
-    refresh = getattr(backend, "refresh", None)
-    if refresh:
-        refresh()
+    backend.refresh()
     return len(out.indexed)

@@ -127,7 +127,7 @@ def seed(searcher: Searcher, items: tuple[dict[str, Any], ...] = ITEMS) -> dict[
         [(n, parse_item(d)) for n, d in enumerate(items)], backend, searcher.embedder
     )
     assert summary.indexed == len(items) and not summary.rejected
-    backend.refresh()  # type: ignore[attr-defined]
+    backend.refresh()
     return {
         p.id.removeprefix("prn_"): create_token(backend, p.id, admin=p.id == "prn_admin")
         for p in PRINCIPALS

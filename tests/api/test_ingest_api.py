@@ -99,7 +99,7 @@ def test_delete_removes_the_item(admin: Api) -> None:
     r = admin.client.delete("/api/v1/items/itm_rollback", headers=admin.auth("admin"))
     assert r.status_code == 200
     assert r.json()["status"] == "deleted"
-    admin.searcher.backend.refresh()  # type: ignore[attr-defined]
+    admin.searcher.backend.refresh()
     assert_error_shape(
         admin.client.get("/api/v1/items/itm_rollback", headers=admin.auth("ana")), 404, "not_found"
     )

@@ -198,7 +198,7 @@ def make_world(url: str, name: str, home: Path) -> World:
             [(n, parse_item(d)) for n, d in enumerate(ITEMS)], backend, searcher.embedder
         )
         assert summary.indexed == len(ITEMS) and not summary.rejected
-        backend.refresh()  # type: ignore[attr-defined]
+        backend.refresh()
         tokens = {p.id.removeprefix("prn_"): create_token(backend, p.id) for p in PRINCIPALS}
     finally:
         searcher.backend.close()
