@@ -10,6 +10,7 @@ from app.deps import AdminDep, RuntimeDep, SearcherDep
 from app.respond import Timer
 from app.runtime import run_blocking
 from app.schemas import (
+    DELETE_ERRORS,
     MAX_BATCH,
     WRITE_ERRORS,
     BoardAclBody,
@@ -20,7 +21,7 @@ from app.schemas import (
     PrincipalOut,
 )
 from indexer.pipeline import Rejection, index_items
-from suli.errors import Forbidden, InvalidInput
+from suli.errors import Forbidden, InvalidInput, NotFound
 from suli.models import Item, Principal
 from suli.service import Searcher
 from suli.validate import parse_acl, parse_item, parse_principal
@@ -32,8 +33,8 @@ def _entries(
     searcher: Searcher, admin: Principal, raw: list[dict[str, Any]]
 ) -> list[tuple[int, Item | Rejection]]:
     """Validate each item; an invalid one becomes a Rejection and the others still go in.
-    An admin token writes into its own workspace only: neither an item naming another
-    workspace nor one whose id is already taken by another workspace's item goes in."""
+    An admin token writes into its own workspace only. Ids are keys within a workspace, so
+    whatever another workspace holds under the same id is neither touched nor revealed."""
     out: list[tuple[int, Item | Rejection]] = []
     for n, data in enumerate(raw):
         item_id = data.get("id") if isinstance(data.get("id"), str) else None
@@ -46,13 +47,7 @@ def _entries(
             out.append((n, item))
         except InvalidInput as e:
             out.append((n, Rejection(n, item_id, e.message)))
-    owners = searcher.backend.workspaces([e.id for _, e in out if isinstance(e, Item)])
-    return [
-        (n, Rejection(n, e.id, "id: already used by an item outside this token's workspace"))
-        if isinstance(e, Item) and owners.get(e.id, admin.workspace) != admin.workspace
-        else (n, e)
-        for n, e in out
-    ]
+    return out
 
 
 def _ingest(
@@ -105,20 +100,21 @@ async def upsert_items(
 @router.delete(
     "/items/{item_id}",
     response_model=DeleteOut,
-    responses=WRITE_ERRORS,
+    responses=DELETE_ERRORS,
     summary="Delete an item (admin)",
 )
 async def delete_item(
     item_id: str, admin: AdminDep, searcher: SearcherDep, response: Response
 ) -> dict[str, Any]:
-    """Idempotent: deleting an absent id also answers `deleted`. An item of another workspace
-    counts as absent here: it is left alone, and the answer does not tell it exists."""
+    """Deletes the item of this token's workspace with this id; 404 `not_found` when the
+    workspace holds none (an item of another workspace with the same id is another item:
+    it is never touched, and the answer is the same as for an id nobody uses)."""
     timer = Timer()
-    owner = (await run_blocking(searcher.backend.workspaces, [item_id])).get(item_id)
-    if owner in (None, admin.workspace):
-        out = await run_blocking(searcher.backend.delete, [item_id])
-        if item_id in out.rejected:
-            raise InvalidInput(f"item_id: could not delete ({out.rejected[item_id]})", "item_id")
+    out = await run_blocking(searcher.backend.delete, admin.workspace, [item_id])
+    if item_id in out.rejected:
+        raise InvalidInput(f"item_id: could not delete ({out.rejected[item_id]})", "item_id")
+    if item_id in out.missing:
+        raise NotFound(f"no item {item_id!r}")
     return timer.done({"id": item_id, "status": "deleted"}, response)
 
 
@@ -127,12 +123,6 @@ def _workspace(admin: Principal, given: str | None) -> str:
     if ws != admin.workspace:
         raise Forbidden(f"an admin token writes into its own workspace ({admin.workspace}) only")
     return ws
-
-
-def _not_taken(kind: str, key: str, owner: str | None, admin: Principal) -> None:
-    """Ids of boards and principals are global: another workspace's one is never replaced."""
-    if owner is not None and owner != admin.workspace:
-        raise Forbidden(f"{kind}: {key!r} is already used outside this token's workspace")
 
 
 @router.put(
@@ -147,9 +137,7 @@ async def put_board(
     """Members and groups who may see the board's items; applies from the next query on."""
     timer = Timer()
     data = {"board": board, **body.model_dump(), "workspace": _workspace(admin, body.workspace)}
-    acl = parse_acl(data)
-    existing = await run_blocking(searcher.backend.acl, acl.board)
-    _not_taken("board", acl.board, existing and existing.workspace, admin)
+    acl = parse_acl(data)  # a board id is a key within the workspace: nothing to claim
     await run_blocking(searcher.backend.put_acls, [acl])
     out = {
         "board": acl.board,
@@ -178,8 +166,9 @@ async def put_principal(
     timer = Timer()
     data = {"id": principal_id, **body.model_dump(), "workspace": _workspace(admin, body.workspace)}
     p = parse_principal(data)
-    existing = await run_blocking(searcher.backend.principal, p.id)
-    _not_taken("principal", p.id, existing and existing.workspace, admin)
-    await run_blocking(searcher.backend.put_principals, [p])
+    # Principal ids are global (a token names its principal by id alone): the check and the
+    # write are one atomic step, so a racing workspace can neither replace nor move one.
+    if not await run_blocking(searcher.backend.claim_principal, p):
+        raise Forbidden(f"principal: {p.id!r} is not available; choose another id")
     out = {"id": p.id, "workspace": p.workspace, "kind": p.kind, "groups": list(p.groups)}
     return timer.done(out, response)

@@ -106,7 +106,6 @@ class PrincipalBody(_In):
 
 class ExplainOut(BaseModel):
     text_rank: int | None
-    text_score: float | None
     vector_rank: int | None
     vector_similarity: float | None
     rrf: float
@@ -268,3 +267,4 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 READ_ERRORS = error_responses(400, 401, 422, 429, 503, 504)
 WRITE_ERRORS = error_responses(400, 401, 403, 422, 429, 503, 504)
+DELETE_ERRORS = error_responses(400, 401, 403, 404, 422, 429, 503, 504)

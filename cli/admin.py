@@ -79,18 +79,24 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
 
 @click.command()
 @click.argument("ids", nargs=-1, required=True)
+@click.option(
+    "--workspace",
+    "-w",
+    required=True,
+    help="The workspace the ids belong to (ids are per workspace).",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def delete(ctx: click.Context, ids: tuple[str, ...], as_json: bool) -> None:
-    """Delete items by id."""
+def delete(ctx: click.Context, ids: tuple[str, ...], workspace: str, as_json: bool) -> None:
+    """Delete items of one workspace by id (exit 1 when one is missing or fails)."""
     s = searcher(ctx)
-    out = s.backend.delete(list(ids))
-    body = {"deleted": list(out.indexed), "failed": out.rejected}
+    out = s.backend.delete(workspace, list(ids))
+    body = {"deleted": list(out.indexed), "missing": list(out.missing), "failed": out.rejected}
     emit_json(body) if as_json else click.echo(
-        f"deleted {len(out.indexed)}, failed {len(out.rejected)}"
+        f"deleted {len(out.indexed)}, not found {len(out.missing)}, failed {len(out.rejected)}"
     )
-    if out.rejected:
+    if out.rejected or out.missing:
         sys.exit(1)
 
 

@@ -101,9 +101,8 @@ def print_results(body: dict[str, Any]) -> None:
         if "explain" in r:
             e = r["explain"]
             click.echo(
-                "    explain: text #{} ({}), vector #{} (sim {}), rrf {:.5f}, outcome x{}, kept: {}".format(
+                "    explain: text #{}, vector #{} (sim {}), rrf {:.5f}, outcome x{}, kept: {}".format(
                     e["text_rank"],
-                    _f(e["text_score"]),
                     e["vector_rank"],
                     _f(e["vector_similarity"]),
                     e["rrf"],

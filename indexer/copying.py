@@ -15,6 +15,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from indexer.inventory import call
+from suli.backends import keys
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import doc_to_item
 from suli.embedding import Embedder
@@ -26,6 +27,14 @@ Checkpoints = dict[str, int]  # shard number (as a JSON key) -> sequence number
 PAGE = 500
 KEEP_ALIVE = "10m"  # a point in time outlives the slowest page (500 items on the real model)
 VECTOR_TOLERANCE = 1e-6
+# Item ids repeat across workspaces: pages are sorted by (id, workspace), a unique pair.
+SORT = [{"id": "asc"}, {"workspace": "asc"}]
+
+
+def key_of(doc: dict[str, Any]) -> str:
+    """A source document's storage key, derived from its fields, never from its `_id`: an
+    index of before per-workspace keys holds bare ids there, and copying moves it to keys."""
+    return keys.key(doc["workspace"], doc["id"])
 
 
 def _complete(resp: dict[str, Any], what: str) -> dict[str, Any]:
@@ -73,21 +82,24 @@ def pages(
     pit: str | None = None,
     query: dict[str, Any] | None = None,
     preference: str | None = None,
-    after: str | None = None,
-    source: bool = True,
+    after: list[str] | str | None = None,
+    source: bool | list[str] = True,
     size: int = PAGE,
 ) -> Iterator[list[Hit]]:
-    """Pages of hits sorted by item id, from `after` on (ids are unique, so this can resume)."""
+    """Pages of hits sorted by (id, workspace), from `after` (that pair) on, so it can resume.
+    A bare-id cursor saved by an older Suli resumes at that id (re-copying is harmless)."""
+    if isinstance(after, str):
+        after = [after, ""]
     while True:
         body: dict[str, Any] = {
             "size": size,
             "query": query or {"match_all": {}},
-            "sort": [{"id": "asc"}],
+            "sort": SORT,
             "_source": source,
             "track_total_hits": False,
         }
         if after is not None:
-            body["search_after"] = [after]
+            body["search_after"] = list(after)
         params: dict[str, Any] = {"allow_partial_search_results": "false"}
         if pit:
             body["pit"] = {"id": pit, "keep_alive": KEEP_ALIVE}
@@ -98,15 +110,28 @@ def pages(
         if not hits:
             return
         yield hits
-        after = str(hits[-1]["sort"][0])
+        after = [str(v) for v in hits[-1]["sort"]]
 
 
-def fetch(client: OpenSearch, index: str, ids: Sequence[str]) -> dict[str, Hit]:
-    """Current documents by id (real-time: no refresh needed); absent ids are left out."""
-    if not ids:
-        return {}
+def _mget(client: OpenSearch, index: str, ids: Sequence[str]) -> list[Hit]:
     resp = call(lambda: client.mget(index=index, body={"ids": list(ids)}), f"read of {index}")
-    return {d["_id"]: d["_source"] for d in resp["docs"] if d.get("found")}
+    return [d["_source"] for d in resp["docs"] if d.get("found")]
+
+
+def fetch(client: OpenSearch, index: str, stored: Sequence[str]) -> dict[str, Hit]:
+    """Current documents by storage key (real-time: no refresh needed); absent ones are left
+    out. Keys not found are looked up once more by bare id, as an index written before
+    per-workspace keys stores them (the document's workspace must match)."""
+    if not stored:
+        return {}
+    out = {key_of(d): d for d in _mget(client, index, stored)}
+    rest = [k for k in stored if k not in out]
+    if rest:
+        wanted = set(rest)
+        for d in _mget(client, index, list(dict.fromkeys(keys.split(k)[1] for k in rest))):
+            if key_of(d) in wanted:
+                out[key_of(d)] = d
+    return out
 
 
 def same_vector(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
@@ -150,7 +175,7 @@ class Converter:
         out: list[tuple[Item, Sequence[float]] | None] = [None] * len(items)
         todo: list[int] = []
         for n, it in enumerate(items):
-            old = existing.get(it.id)
+            old = existing.get(keys.key(it.workspace, it.id))
             if old is not None and doc_to_item(old).embed_text() == it.embed_text():
                 out[n] = (it, old["vector"])
             else:
@@ -199,8 +224,8 @@ def copy_changed(
     docs: list[Hit],
 ) -> Copied:
     """Write the docs the target does not hold yet in this form (re-checked: passes overlap)."""
-    existing = fetch(client, target, [d["id"] for d in docs])
-    todo = [d for d in docs if not converter.unchanged(d, existing.get(d["id"]))]
+    existing = fetch(client, target, [key_of(d) for d in docs])
+    todo = [d for d in docs if not converter.unchanged(d, existing.get(key_of(d)))]
     return write(backend, target, converter.convert(todo, existing))
 
 
@@ -229,20 +254,21 @@ def catch_up(
     return done, {**since, **now}
 
 
-def _ids(client: OpenSearch, index: str) -> Iterator[str]:
+def _ids(client: OpenSearch, index: str) -> Iterator[tuple[str, str]]:
     for hits in pages(client, index=index, source=False, size=5000):
-        yield from (str(h["sort"][0]) for h in hits)
+        yield from ((str(h["sort"][0]), str(h["sort"][1])) for h in hits)
 
 
 def id_diff(client: OpenSearch, source: str, target: str) -> tuple[list[str], list[str]]:
-    """Ids missing from target and ids only target has (both indices must be quiet)."""
-    return diff_sorted(_ids(client, source), _ids(client, target))
+    """Storage keys missing from target and keys only target has (both indices quiet)."""
+    missing, extra = diff_sorted(_ids(client, source), _ids(client, target))
+    return [keys.key(ws, i) for i, ws in missing], [keys.key(ws, i) for i, ws in extra]
 
 
-def diff_sorted(a: Iterator[str], b: Iterator[str]) -> tuple[list[str], list[str]]:
-    """Merge two ascending id streams: (only in a, only in b)."""
-    missing: list[str] = []
-    extra: list[str] = []
+def diff_sorted(a: Iterator[Any], b: Iterator[Any]) -> tuple[list[Any], list[Any]]:
+    """Merge two ascending streams (of ids, or of (id, workspace) pairs): (only in a, only in b)."""
+    missing: list[Any] = []
+    extra: list[Any] = []
     x, y = next(a, None), next(b, None)
     while x is not None or y is not None:
         if y is None or (x is not None and x < y):
@@ -257,7 +283,7 @@ def diff_sorted(a: Iterator[str], b: Iterator[str]) -> tuple[list[str], list[str
 
 
 def delete_ids(client: OpenSearch, index: str, ids: Sequence[str]) -> None:
-    """Remove documents deleted from the source while it was copied."""
+    """Remove documents (by storage key) deleted from the source while it was copied."""
     if not ids:
         return
     lines: list[dict[str, Any]] = [{"delete": {"_index": index, "_id": i}} for i in ids]
@@ -315,7 +341,10 @@ def sample_check(
             },
         }
         resp = call(lambda: client.search(index=source, body=body), "sample read")
-        picked = {h["_id"]: h["_source"] for h in _complete(resp, "sample read")["hits"]["hits"]}
+        picked = {
+            key_of(h["_source"]): h["_source"]
+            for h in _complete(resp, "sample read")["hits"]["hits"]
+        }
         gone = []
     copies = fetch(client, target, [*picked, *gone])
     problems = {i: f"still in {target} though deleted from {source}" for i in gone if i in copies}
@@ -336,8 +365,9 @@ def sample_check(
         few = [doc_to_item(copies[i]) for i in list(picked)[:10] if i in copies]
         for it, vec in zip(few, embed_check(few), strict=True):
             # Not bit-equal: the model pads each batch differently, which moves the last digits.
-            if _cosine(copies[it.id]["vector"], vec) < 0.999:
-                problems[it.id] = "vector is not the new model's embedding"
+            k = keys.key(it.workspace, it.id)
+            if _cosine(copies[k]["vector"], vec) < 0.999:
+                problems[k] = "vector is not the new model's embedding"
     return len(picked) + len(gone), problems
 
 

@@ -106,15 +106,16 @@ def index_items(
 
     for batch in _batches(entries, batch_size):
         summary.read += len(batch)
-        # Within one batch the last line for an id wins, as it would across batches.
-        items: dict[str, tuple[int, Item]] = {}
+        # Within one batch the last line for an item wins, as it would across batches; an
+        # item is (workspace, id): the same id in two workspaces is two items.
+        items: dict[tuple[str, str], tuple[int, Item]] = {}
         for n, entry in batch:
             if isinstance(entry, Rejection):
                 summary.rejected.append(entry)
             else:
-                if entry.id in items:
+                if (entry.workspace, entry.id) in items:
                     summary.indexed += 1  # the earlier line is replaced by this upsert
-                items[entry.id] = (n, entry)
+                items[(entry.workspace, entry.id)] = (n, entry)
         if items:
             vectors = embedder.embed_documents([it.embed_text() for _, it in items.values()])
             pending.extend((n, it, vectors[i]) for i, (n, it) in enumerate(items.values()))

@@ -24,6 +24,7 @@ import mappings
 from indexer import copying as cp
 from indexer.inventory import call, fields, live_index, physical_indices, read_meta, write_meta
 from indexer.switch import ProgressFn, Report, Switcher
+from suli.backends import keys
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder
 from suli.errors import BackendUnavailable, IndexingError, InvalidInput, NotFound
@@ -254,7 +255,7 @@ class Reindexer(Switcher):
                 )
                 rejected.update(done.rejected)
                 report.retries += done.retries
-                state["cursor"] = str(hits[-1]["sort"][0])
+                state["cursor"] = [str(v) for v in hits[-1]["sort"]]
                 state["copied"] = int(state["copied"]) + done.written
                 self.progress("copy", state["copied"], plan.docs)
                 if time.monotonic() - saved > SAVE_EVERY_S:
@@ -284,6 +285,13 @@ class Reindexer(Switcher):
                     body={
                         "source": {"index": plan.source, "size": 1000},
                         "dest": {"index": target},
+                        # Storage keys from the fields, whatever `_id` the source used
+                        # (bare ids before mapping v4): see suli.backends.keys.
+                        "script": {
+                            "lang": "painless",
+                            "source": "ctx._id = ctx._source.workspace + params.sep + ctx._source.id",
+                            "params": {"sep": keys.SEP},
+                        },
                     },
                     params={"wait_for_completion": "false", "slices": "auto", "refresh": "false"},
                 ),

@@ -113,8 +113,10 @@ class SearchRequest:
 
 @dataclass(frozen=True)
 class Explain:
+    """What the caller may know of a result's rank. No raw text (BM25) score: it is made of
+    corpus statistics over every item, including ones the caller cannot see (issue 14)."""
+
     text_rank: int | None
-    text_score: float | None
     vector_rank: int | None
     vector_similarity: float | None
     rrf: float

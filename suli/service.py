@@ -274,7 +274,6 @@ class Searcher:
                 tleg, vleg = f.legs.get("text"), f.legs.get("vector")
                 explain = Explain(
                     text_rank=tleg.rank if tleg else None,
-                    text_score=tleg.score if tleg else None,
                     vector_rank=vleg.rank if vleg else None,
                     vector_similarity=vleg.score if vleg else None,
                     rrf=f.rrf,
@@ -331,7 +330,7 @@ class Searcher:
         kept: str | None = None,
     ) -> Result:
         if kept and explain is None:
-            explain = Explain(None, None, None, None, 0.0, 0.0, 0.0, 1.0, 0.0, kept)
+            explain = Explain(None, None, None, 0.0, 0.0, 0.0, 1.0, 0.0, kept)
         return Result(
             id=item.id,
             kind=item.kind,

@@ -82,11 +82,13 @@ class LegResults:
 
 @dataclass(frozen=True)
 class BulkOutcome:
-    """Per-item outcome of a write: every id ends as indexed or rejected with a reason."""
+    """Per-item outcome of a write: every id ends as indexed or rejected with a reason
+    (a delete: `indexed` names the ids removed, `missing` those its workspace did not hold)."""
 
     indexed: tuple[str, ...] = ()
     rejected: dict[str, str] = field(default_factory=dict)
     retries: int = 0
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,14 +139,12 @@ class Backend(Protocol):
 
     def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome: ...
 
-    def delete(self, ids: Sequence[str]) -> BulkOutcome: ...
+    def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
+        """Remove the items of `workspace` with these ids; another workspace's are never touched."""
+        ...
 
     def count(self) -> int:
         """All stored items (admin/ops view; never shown to a principal)."""
-        ...
-
-    def workspaces(self, ids: Sequence[str]) -> dict[str, str]:
-        """The workspace of each stored id among ids (admin write checks; never shown in search)."""
         ...
 
     def refresh(self) -> None:
@@ -156,11 +156,19 @@ class Backend(Protocol):
 
     def acls(self, workspace: str) -> list[BoardAcl]: ...
 
-    def acl(self, board: str) -> BoardAcl | None:
-        """One board's ACL, whatever its workspace (admin write checks)."""
+    def acl(self, workspace: str, board: str) -> BoardAcl | None:
+        """One board's ACL; a board id is a key within its workspace."""
         ...
 
-    def put_principals(self, principals: Sequence[Principal]) -> None: ...
+    def put_principals(self, principals: Sequence[Principal]) -> None:
+        """Create or replace principals, whatever their workspace (operator loads)."""
+        ...
+
+    def claim_principal(self, principal: Principal) -> bool:
+        """Create or replace `principal` unless its id belongs to another workspace's principal,
+        checked and written as one atomic step (False: nothing written). Principal ids stay
+        global because a token names its principal by id alone."""
+        ...
 
     def principal(self, principal_id: str) -> Principal | None: ...
 

@@ -100,9 +100,13 @@ class EmbeddedBackend:
 
     def _init_schema(self) -> None:
         with self._tx(write=True) as c:
+            c.execute(q.schema(self.dimension)[0])  # meta
+            meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("schema") == "2":  # before per-workspace ids: re-key in place
+                q.migrate_2_to_3(c)
+                meta["schema"] = str(q.SCHEMA_VERSION)
             for ddl in q.schema(self.dimension):
                 c.execute(ddl)
-            meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
                 c.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -320,17 +324,6 @@ class EmbeddedBackend:
         with self._tx() as c:
             return int(c.execute("SELECT count(*) FROM items").fetchone()[0])
 
-    def workspaces(self, ids: Sequence[str]) -> dict[str, str]:
-        unique = list(dict.fromkeys(ids))
-        out: dict[str, str] = {}
-        with self._tx() as c:
-            for chunk in range(0, len(unique), 500):
-                part = unique[chunk : chunk + 500]
-                marks = ", ".join("?" * len(part))
-                sql = f"SELECT id, workspace FROM items WHERE id IN ({marks})"
-                out.update(c.execute(sql, part).fetchall())
-        return out
-
     # ---- writes ------------------------------------------------------------------------
 
     def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:
@@ -355,14 +348,16 @@ class EmbeddedBackend:
                 q.write_item(c, item, blob, gen)
         return BulkOutcome(indexed=tuple(item.id for item, _ in rows), rejected=rejected)
 
-    def delete(self, ids: Sequence[str]) -> BulkOutcome:
+    def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         unique = list(dict.fromkeys(ids))
         with self._tx(write=True) as c:
             gen = q.next_generation(c)
-            for item_id in unique:
-                q.delete_item(c, item_id, gen)  # absent ids: nothing to do (OpenSearch's 404)
+            found = {i: q.delete_item(c, workspace, i, gen) for i in unique}
             q.trim_deletes(c, gen)
-        return BulkOutcome(indexed=tuple(unique))
+        return BulkOutcome(
+            indexed=tuple(i for i in unique if found[i]),
+            missing=tuple(i for i in unique if not found[i]),
+        )
 
     # ---- ACLs, principals, tokens -------------------------------------------------------
 
@@ -384,11 +379,12 @@ class EmbeddedBackend:
             BoardAcl(b, w, n, tuple(json.loads(m)), tuple(json.loads(g))) for b, w, n, m, g in rows
         ]
 
-    def acl(self, board: str) -> BoardAcl | None:
+    def acl(self, workspace: str, board: str) -> BoardAcl | None:
         with self._tx() as c:
             row = c.execute(
-                "SELECT board, workspace, name, members, groups_ FROM acls WHERE board = ?",
-                (board,),
+                "SELECT board, workspace, name, members, groups_ FROM acls "
+                "WHERE workspace = ? AND board = ?",
+                (workspace, board),
             ).fetchone()
         if row is None:
             return None
@@ -401,6 +397,18 @@ class EmbeddedBackend:
                 "INSERT OR REPLACE INTO principals VALUES (?, ?, ?, ?)",
                 [(p.id, p.workspace, p.kind, json.dumps(list(p.groups))) for p in principals],
             )
+
+    def claim_principal(self, principal: Principal) -> bool:
+        """One statement: the row is written only when absent or of the same workspace."""
+        p = principal
+        with self._tx(write=True) as c:
+            n = c.execute(
+                "INSERT INTO principals VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "kind = excluded.kind, groups_ = excluded.groups_ "
+                "WHERE principals.workspace = excluded.workspace",
+                (p.id, p.workspace, p.kind, json.dumps(list(p.groups))),
+            ).rowcount
+        return n == 1
 
     def principal(self, principal_id: str) -> Principal | None:
         with self._tx() as c:

@@ -19,7 +19,7 @@ from suli.models import Filters, Item, Station
 from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
 from suli.visibility import Visibility
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: items and board ACLs keyed by (workspace, id); see migrate_2_to_3
 DELETES_KEPT = 10_000  # generations of deletions kept for incremental matrix refreshes
 REGEX_MAX_MEM = 8 << 20  # RE2's budget for one compiled pattern; larger ones are refused
 FTS_TABLES: dict[TextFields, str] = {"stemmed": "fts_stem", "plain": "fts_plain"}
@@ -49,6 +49,22 @@ ITEM_COLUMNS = (
 )  # fmt: skip
 
 
+# An id is a key within its workspace (issue 14): the same id in two workspaces is two items,
+# and a board id two boards, so no workspace can overwrite, squat or probe another's ids.
+ITEMS_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL, workspace TEXT NOT NULL, kind TEXT NOT NULL,
+            scope TEXT NOT NULL, outcome TEXT, board TEXT, uploader TEXT, agent TEXT,
+            title TEXT NOT NULL, body TEXT NOT NULL, caption TEXT NOT NULL, path TEXT NOT NULL,
+            tags TEXT NOT NULL, tags_text TEXT NOT NULL, stations TEXT NOT NULL,
+            superseded_by TEXT, refs TEXT NOT NULL, media_type TEXT NOT NULL, url TEXT NOT NULL,
+            provenance TEXT NOT NULL, created_at TEXT, updated_at TEXT, last_activity_at TEXT,
+            last_ts REAL, hidden INTEGER NOT NULL, UNIQUE (workspace, id))"""
+ACLS_TABLE = """CREATE TABLE IF NOT EXISTS {name} (board TEXT NOT NULL, workspace TEXT NOT NULL,
+            name TEXT NOT NULL, members TEXT NOT NULL, groups_ TEXT NOT NULL,
+            PRIMARY KEY (workspace, board))"""
+
+
 def schema(dimension: int) -> list[str]:
     """DDL of a fresh store; FTS tables index the items table as external content."""
     fts_cols = ", ".join(FTS_COLUMNS)
@@ -56,15 +72,7 @@ def schema(dimension: int) -> list[str]:
     old_vals = ", ".join(f"old.{c}" for c in FTS_COLUMNS)
     ddl = [
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        """CREATE TABLE IF NOT EXISTS items (
-            rowid INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE, workspace TEXT NOT NULL, kind TEXT NOT NULL,
-            scope TEXT NOT NULL, outcome TEXT, board TEXT, uploader TEXT, agent TEXT,
-            title TEXT NOT NULL, body TEXT NOT NULL, caption TEXT NOT NULL, path TEXT NOT NULL,
-            tags TEXT NOT NULL, tags_text TEXT NOT NULL, stations TEXT NOT NULL,
-            superseded_by TEXT, refs TEXT NOT NULL, media_type TEXT NOT NULL, url TEXT NOT NULL,
-            provenance TEXT NOT NULL, created_at TEXT, updated_at TEXT, last_activity_at TEXT,
-            last_ts REAL, hidden INTEGER NOT NULL)""",
+        ITEMS_TABLE.format(name="items"),
         # Vectors apart from the rows, so loading them all for the matrix cache reads no text;
         # `gen` (the write's generation) and the deletion log let a process that holds the
         # matrix of an older generation read only what changed since.
@@ -91,9 +99,7 @@ def schema(dimension: int) -> list[str]:
         "CREATE TABLE IF NOT EXISTS item_refs (item INTEGER NOT NULL, ref TEXT NOT NULL)",
         "CREATE INDEX IF NOT EXISTS item_refs_ref ON item_refs (ref, item)",
         "CREATE INDEX IF NOT EXISTS item_refs_item ON item_refs (item)",
-        """CREATE TABLE IF NOT EXISTS acls (board TEXT PRIMARY KEY, workspace TEXT NOT NULL,
-            name TEXT NOT NULL, members TEXT NOT NULL, groups_ TEXT NOT NULL)""",
-        "CREATE INDEX IF NOT EXISTS acls_workspace ON acls (workspace)",
+        ACLS_TABLE.format(name="acls"),
         """CREATE TABLE IF NOT EXISTS principals (id TEXT PRIMARY KEY, workspace TEXT NOT NULL,
             kind TEXT NOT NULL, groups_ TEXT NOT NULL)""",
         """CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, principal_id TEXT NOT NULL,
@@ -114,6 +120,22 @@ def schema(dimension: int) -> list[str]:
                 INSERT INTO {table}(rowid, {fts_cols}) VALUES (new.rowid, {new_vals}); END""",
         ]
     return ddl
+
+
+def migrate_2_to_3(c: sqlite3.Connection) -> None:
+    """Re-key a format-2 store (ids unique across workspaces) in place, inside the caller's
+    write transaction. Rowids are kept, so the FTS tables, vectors and side tables stay valid;
+    dropping a table fires no triggers, and `schema` recreates the triggers and indexes."""
+    c.execute(ITEMS_TABLE.format(name="items_v3"))
+    c.execute(f"INSERT INTO items_v3 (rowid, {', '.join(ITEM_COLUMNS)}) "
+              f"SELECT rowid, {', '.join(ITEM_COLUMNS)} FROM items")  # fmt: skip
+    c.execute("DROP TABLE items")
+    c.execute("ALTER TABLE items_v3 RENAME TO items")
+    c.execute(ACLS_TABLE.format(name="acls_v3"))
+    c.execute("INSERT INTO acls_v3 SELECT board, workspace, name, members, groups_ FROM acls")
+    c.execute("DROP TABLE acls")
+    c.execute("ALTER TABLE acls_v3 RENAME TO acls")
+    c.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
 
 
 # ---- filters ----------------------------------------------------------------------------------
@@ -358,8 +380,9 @@ def count_facets(c: sqlite3.Connection, where: str, params: list[Any]) -> Facets
 
 _UPSERT = (
     f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' * len(ITEM_COLUMNS))}) "
-    f"ON CONFLICT (id) DO UPDATE SET "
-    f"{', '.join(f'{col} = excluded.{col}' for col in ITEM_COLUMNS if col != 'id')} RETURNING rowid"
+    f"ON CONFLICT (workspace, id) DO UPDATE SET "
+    f"{', '.join(f'{c} = excluded.{c}' for c in ITEM_COLUMNS if c not in ('id', 'workspace'))} "
+    "RETURNING rowid"
 )
 _SIDE_TABLES = ("item_tags", "item_stations", "item_refs")
 
@@ -386,15 +409,19 @@ def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int) -> No
     c.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (rowid, gen, vector))
 
 
-def delete_item(c: sqlite3.Connection, item_id: str, gen: int) -> None:
-    """Remove an item with its list rows and vector (the FTS rows go by trigger)."""
-    row = c.execute("DELETE FROM items WHERE id = ? RETURNING rowid", (item_id,)).fetchone()
+def delete_item(c: sqlite3.Connection, workspace: str, item_id: str, gen: int) -> bool:
+    """Remove an item with its list rows and vector (the FTS rows go by trigger); False when
+    the workspace holds no such item."""
+    row = c.execute(
+        "DELETE FROM items WHERE workspace = ? AND id = ? RETURNING rowid", (workspace, item_id)
+    ).fetchone()
     if row is None:
-        return
+        return False
     for table in _SIDE_TABLES:
         c.execute(f"DELETE FROM {table} WHERE item = ?", (row[0],))
     c.execute("DELETE FROM vectors WHERE rowid = ?", (row[0],))
     c.execute("INSERT INTO vector_deletes VALUES (?, ?)", (row[0], gen))
+    return True
 
 
 def trim_deletes(c: sqlite3.Connection, gen: int) -> None:

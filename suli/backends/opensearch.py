@@ -23,6 +23,7 @@ from tenacity import (
 )
 
 import mappings
+from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -40,6 +41,9 @@ WRITE_BLOCK = "index write (api)"
 BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on an item
 BULK_CHUNK = 500
 POOL_MAXSIZE = 32  # kept-alive connections per node (the service's thread pool is 40 wide)
+# Items mappings from this version on store each item under `keys.key(workspace, id)`;
+# an older index keeps bare ids as `_id` and takes no writes until `suli reindex` moves it.
+KEYED_SINCE = 4
 
 
 def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
@@ -115,6 +119,7 @@ class OpenSearchBackend:
         self.client = make_client(settings, max_retries=1)
         # Writes: the transport never retries; the bulk layer below owns all retries.
         self.write_client = make_client(settings, max_retries=0)
+        self._keyed = False  # the live index keys items per workspace (checked on first write)
 
     # ---- index management --------------------------------------------------------------
 
@@ -149,6 +154,41 @@ class OpenSearchBackend:
             except opensearchpy.RequestError as e:  # created concurrently: fine
                 if "resource_already_exists" not in str(e):
                     raise
+        self._rekey_acls()
+
+    def _rekey_acls(self) -> None:
+        """ACL documents of before per-workspace board keys (`acl:<board>`) move to
+        `acl:<workspace>/<board>`; idempotent, and the ACL index is small."""
+        body = {"size": 10_000, "query": {"term": {"doc_type": "acl"}}}
+        hits = self._search(body, "acl read", index=self.acl_index)["hits"]["hits"]
+        old = [
+            h
+            for h in hits
+            if h["_id"] != self._acl_id(h["_source"]["workspace"], h["_source"]["board"])
+        ]
+        for h in old:
+            self._put(self._acl_id(h["_source"]["workspace"], h["_source"]["board"]), h["_source"])
+            with contextlib.suppress(opensearchpy.NotFoundError):
+                self.write_client.delete(index=self.acl_index, id=h["_id"], refresh=True)
+        if old:
+            log.warning("moved %d board ACLs to per-workspace keys", len(old))
+
+    def _keys_ok(self) -> None:
+        """Refuse writes into an index whose documents still have bare-id `_id`s: a write
+        there would add a second copy of an item instead of replacing it."""
+        if self._keyed:
+            return
+        index = self.current_index()
+        if index is None:
+            return  # no index yet: writes fail with the usual "run suli index" message
+        got = _wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+        version = int((got[index]["mappings"].get("_meta") or {}).get("mapping_version") or 0)
+        if version < KEYED_SINCE:
+            raise BackendUnavailable(
+                f"{index} has mapping version {version}, which keys items by bare id; run "
+                "`suli reindex` once to move it to per-workspace keys (reads keep working)"
+            )
+        self._keyed = True
 
     def current_index(self) -> str | None:
         try:
@@ -273,27 +313,15 @@ class OpenSearchBackend:
         if not ids:
             return {}
         r = self._search(bodies.ids_body(vis, list(dict.fromkeys(ids))), "get")
-        return {h["_id"]: bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
-
-    def workspaces(self, ids: Sequence[str]) -> dict[str, str]:
-        if not ids:
-            return {}
-        unique = list(dict.fromkeys(ids))
-        r = _wrap(
-            lambda: self.client.mget(
-                index=self.alias, body={"ids": unique}, params={"_source_includes": "workspace"}
-            ),
-            "workspace read",
-        )
-        return {d["_id"]: d["_source"]["workspace"] for d in r["docs"] if d.get("found")}
+        return {h["_source"]["id"]: bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
             return {}
         r = self._search(
-            bodies.ids_body(vis, list(dict.fromkeys(ids)), source=["vector"]), "vectors"
+            bodies.ids_body(vis, list(dict.fromkeys(ids)), source=["id", "vector"]), "vectors"
         )
-        return {h["_id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
+        return {h["_source"]["id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
 
     def facets(self, vis: Visibility, filters: Filters) -> Facets:
         r = self._search(bodies.facets_body(vis, filters), "facets")
@@ -328,10 +356,12 @@ class OpenSearchBackend:
         )
 
     def _bulk(self, actions: list[dict[str, Any]], index: str | None = None) -> BulkOutcome:
-        """Send actions; re-send items failing with 429/5xx; every id ends indexed or rejected."""
+        """Send actions; re-send items failing with 429/5xx; every id ends indexed or rejected.
+        Actions are keyed by storage key; the outcome names item ids (keys.split)."""
         target = index or self.alias
         pending = {a["_id"]: a for a in actions}
         done: list[str] = []
+        missing: list[str] = []
         rejected: dict[str, str] = {}
         retries = 0
         for round_no in range(BULK_ROUNDS):
@@ -385,7 +415,7 @@ class OpenSearchBackend:
                 if status == 403 and WRITE_BLOCK in str(op.get("error")):
                     continue  # a reindex is swapping the alias: re-send
                 if op.get("result") == "not_found" or status == 404:
-                    done.append(item_id)  # delete of an absent id: nothing to do
+                    missing.append(item_id)  # delete of an absent id: nothing to do
                     pending.pop(item_id, None)
                     continue
                 err = op.get("error")
@@ -395,11 +425,22 @@ class OpenSearchBackend:
                 pending.pop(item_id, None)
         for item_id in pending:
             rejected[item_id] = f"still failing after {BULK_ROUNDS} rounds of back-off"
-        return BulkOutcome(indexed=tuple(done), rejected=rejected, retries=retries)
+
+        def ids(stored: list[str]) -> tuple[str, ...]:
+            return tuple(keys.split(k)[1] for k in stored)
+
+        return BulkOutcome(
+            indexed=ids(done),
+            rejected={keys.split(k)[1]: why for k, why in rejected.items()},
+            retries=retries,
+            missing=ids(missing),
+        )
 
     def upsert(
         self, items: Sequence[tuple[Item, Sequence[float]]], index: str | None = None
     ) -> BulkOutcome:
+        if index is None:
+            self._keys_ok()
         actions = []
         for item, vec in items:
             if len(vec) != self.dimension:
@@ -407,12 +448,19 @@ class OpenSearchBackend:
                     f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector"
                 )
             actions.append(
-                {"_op_type": "index", "_id": item.id, "_source": bodies.item_to_doc(item, vec)}
+                {
+                    "_op_type": "index",
+                    "_id": keys.key(item.workspace, item.id),
+                    "_source": bodies.item_to_doc(item, vec),
+                }
             )
         return self._bulk(actions, index)
 
-    def delete(self, ids: Sequence[str]) -> BulkOutcome:
-        return self._bulk([{"_op_type": "delete", "_id": i} for i in dict.fromkeys(ids)])
+    def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
+        self._keys_ok()
+        return self._bulk(
+            [{"_op_type": "delete", "_id": keys.key(workspace, i)} for i in dict.fromkeys(ids)]
+        )
 
     # ---- ACLs, principals, tokens -------------------------------------------------------
 
@@ -424,10 +472,14 @@ class OpenSearchBackend:
             "acl write",
         )
 
+    @staticmethod
+    def _acl_id(workspace: str, board: str) -> str:
+        return f"acl:{keys.key(workspace, board)}"
+
     def put_acls(self, acls: Sequence[BoardAcl]) -> None:
         for a in acls:
             self._put(
-                f"acl:{a.board}",
+                self._acl_id(a.workspace, a.board),
                 {
                     "doc_type": "acl",
                     "board": a.board,
@@ -450,22 +502,52 @@ class OpenSearchBackend:
         r = self._search(body, "acl read", index=self.acl_index)
         return [_acl(h["_source"]) for h in r["hits"]["hits"]]
 
-    def acl(self, board: str) -> BoardAcl | None:
-        s = self._get(f"acl:{board}")
+    def acl(self, workspace: str, board: str) -> BoardAcl | None:
+        s = self._get(self._acl_id(workspace, board))
         return None if s is None else _acl(s)
+
+    @staticmethod
+    def _principal_doc(p: Principal) -> dict[str, Any]:
+        return {
+            "doc_type": "principal",
+            "principal_id": p.id,
+            "workspace": p.workspace,
+            "kind": p.kind,
+            "groups": list(p.groups),
+        }
 
     def put_principals(self, principals: Sequence[Principal]) -> None:
         for p in principals:
-            self._put(
-                f"principal:{p.id}",
-                {
-                    "doc_type": "principal",
-                    "principal_id": p.id,
-                    "workspace": p.workspace,
-                    "kind": p.kind,
-                    "groups": list(p.groups),
-                },
+            self._put(f"principal:{p.id}", self._principal_doc(p))
+
+    def claim_principal(self, principal: Principal) -> bool:
+        """Create (`op_type=create`) or replace only the version just read (`if_seq_no`):
+        two workspaces racing for one id get one winner, never a silent replacement."""
+        doc_id, doc = f"principal:{principal.id}", self._principal_doc(principal)
+        while True:
+            try:
+                got = self.client.get(index=self.acl_index, id=doc_id)
+            except opensearchpy.NotFoundError:
+                got = None
+            except opensearchpy.ConnectionError as e:
+                raise BackendUnavailable(f"OpenSearch is unreachable: {e}") from e
+            if got is not None and got["_source"].get("workspace") != principal.workspace:
+                return False
+            cond: dict[str, Any] = (
+                {"op_type": "create"}
+                if got is None
+                else {"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"]}
             )
+            try:
+                _wrap(
+                    lambda cond=cond: self.write_client.index(
+                        index=self.acl_index, id=doc_id, body=doc, refresh=True, params=cond
+                    ),
+                    "principal write",
+                )
+                return True
+            except opensearchpy.ConflictError:
+                continue  # written meanwhile: read the new owner and decide again
 
     def _get(self, doc_id: str) -> dict[str, Any] | None:
         try:

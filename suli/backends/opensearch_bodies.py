@@ -116,8 +116,8 @@ def filter_clauses(
         out.append({"range": {"last_activity_at": rng}})
     if not (filters.include_hidden or hidden_ok):
         out.append({"bool": {"must_not": [{"term": {"hidden": True}}]}})
-    if filters.exclude_ids:
-        out.append({"bool": {"must_not": [{"ids": {"values": list(filters.exclude_ids)}}]}})
+    if filters.exclude_ids:  # item ids, not storage keys (`_id` is workspace/id)
+        out.append({"bool": {"must_not": [{"terms": {"id": list(filters.exclude_ids)}}]}})
     if regex:
         out.append(regex_clause(regex))
     return out
@@ -200,7 +200,10 @@ def browse_body(
 
 
 def ids_body(vis: Visibility, ids: Sequence[str], source: Any = None) -> dict[str, Any]:
-    """Visible items among ids; hidden items are included (a direct lookup may name them)."""
+    """Visible items among ids; hidden items are included (a direct lookup may name them).
+
+    By the `id` field, not `_id`: the visibility clause holds the lookup to the caller's
+    workspace, and reads work alike before and after `suli reindex` moved `_id`s to keys."""
     return {
         "size": len(ids),
         "_source": source if source is not None else {"excludes": SOURCE_EXCLUDES},
@@ -208,7 +211,7 @@ def ids_body(vis: Visibility, ids: Sequence[str], source: Any = None) -> dict[st
             "bool": {
                 "filter": [
                     *filter_clauses(vis, Filters(), hidden_ok=True),
-                    {"ids": {"values": list(ids)}},
+                    {"terms": {"id": list(ids)}},
                 ]
             }
         },

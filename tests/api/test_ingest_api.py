@@ -104,11 +104,9 @@ def test_delete_removes_the_item(admin: Api) -> None:
         admin.client.get("/api/v1/items/itm_rollback", headers=admin.auth("ana")), 404, "not_found"
     )
     assert "itm_rollback" not in ids(admin.search("ana", q="rollback"))
-    # Idempotent.
-    assert (
-        admin.client.delete("/api/v1/items/itm_rollback", headers=admin.auth("admin")).status_code
-        == 200
-    )
+    # Honest: a second delete finds nothing to delete.
+    r = admin.client.delete("/api/v1/items/itm_rollback", headers=admin.auth("admin"))
+    assert_error_shape(r, 404, "not_found")
 
 
 def test_board_acl_changes_apply_to_the_next_query(admin: Api) -> None:
@@ -151,39 +149,65 @@ def test_admins_write_only_their_own_workspace(api: Api) -> None:
     assert api.searcher.backend.principal("prn_z") is None
 
 
-def test_an_admin_cannot_overwrite_or_delete_another_workspaces_item(admin: Api) -> None:
+def test_an_id_used_by_another_workspace_is_a_new_item_here_and_never_touches_theirs(
+    admin: Api,
+) -> None:
+    """Ids are per workspace: no rejection that would tell the id is used elsewhere, no
+    overwrite, and a delete of an id this workspace lacks is 404 exactly like an unused id."""
     backend = admin.searcher.backend
     theirs = Visibility(OTHER_WS, "prn_someone", frozenset())
     before = backend.get_many(theirs, ["itm_other"])["itm_other"]
-    # Same id, own workspace: the id is taken elsewhere, so the item is rejected, not written.
-    r = upsert(admin, [raw_item("itm_other", "Hijacked title", "mine now")])
-    assert r.json()["items"][0]["status"] == "rejected"
-    assert r.json()["items"][0]["reason"].startswith("id: already used")
-    # Delete answers as for an absent id (nothing is revealed) and leaves the item alone.
-    r = admin.client.delete("/api/v1/items/itm_other", headers=admin.auth("admin"))
-    assert r.status_code == 200 and r.json()["status"] == "deleted"
+    r = upsert(admin, [raw_item("itm_other", "Our own other", "ours")])
+    assert r.json()["items"][0] == {"index": 0, "id": "itm_other", "status": "indexed",
+                                    "reason": None}  # fmt: skip
+    got = admin.client.get("/api/v1/items/itm_other", headers=admin.auth("ana")).json()
+    assert got["title"] == "Our own other"
+    assert backend.get_many(theirs, ["itm_other"])["itm_other"] == before
+    h = admin.auth("admin")
+    assert admin.client.delete("/api/v1/items/itm_other", headers=h).status_code == 200
     backend.refresh()
-    assert backend.workspaces(["itm_other", "itm_rollback", "nope"]) == {
-        "itm_other": OTHER_WS,
-        "itm_rollback": "ws_main",
-    }
+    # Now ws_main holds no itm_other: the answer equals the one for an id nobody ever used.
+    elsewhere = admin.client.delete("/api/v1/items/itm_other", headers=h)
+    nowhere = admin.client.delete("/api/v1/items/itm_unused", headers=h)
+    assert_error_shape(elsewhere, 404, "not_found")
+    assert elsewhere.json()["error"]["message"].replace("itm_other", "X") == nowhere.json()[
+        "error"
+    ]["message"].replace("itm_unused", "X")
     assert backend.get_many(theirs, ["itm_other"])["itm_other"] == before
 
 
-def test_an_admin_cannot_take_over_another_workspaces_board_or_principal(admin: Api) -> None:
+def test_a_board_id_of_another_workspace_is_this_workspaces_own_board(admin: Api) -> None:
+    """Board ids are per workspace: writing one never fails (no oracle), never moves or
+    replaces another workspace's board, so an unclaimed id cannot be squatted either."""
     backend = admin.searcher.backend
     backend.put_acls([BoardAcl("brd_theirs", OTHER_WS, "Theirs", ("prn_eve",), ())])
     h = admin.auth("admin")
-    # Ids of boards and principals are global: the write would move them into ws_main.
     r = admin.client.put("/api/v1/boards/brd_theirs", json={"members": ["prn_ana"]}, headers=h)
-    err = assert_error_shape(r, 403, "forbidden")
-    assert "board" in err["message"]
+    assert r.status_code == 200, r.text
+    r = admin.client.put("/api/v1/boards/brd_unclaimed", json={"members": ["prn_ana"]}, headers=h)
+    assert r.status_code == 200, r.text
+    assert backend.acl(OTHER_WS, "brd_theirs") == BoardAcl(
+        "brd_theirs", OTHER_WS, "Theirs", ("prn_eve",)
+    )
+    assert backend.acl("ws_main", "brd_theirs") == BoardAcl(
+        "brd_theirs", "ws_main", "", ("prn_ana",)
+    )
+    assert backend.acl(OTHER_WS, "brd_unclaimed") is None  # theirs to create later
+    backend.put_acls([BoardAcl("brd_unclaimed", OTHER_WS, "Later", ("prn_eve",), ())])
+    assert backend.acl("ws_main", "brd_unclaimed") == BoardAcl(
+        "brd_unclaimed", "ws_main", "", ("prn_ana",)
+    )
+
+
+def test_an_admin_cannot_take_over_another_workspaces_principal(admin: Api) -> None:
+    """Principal ids stay global (tokens name them): the claim is atomic and refused."""
+    backend = admin.searcher.backend
+    h = admin.auth("admin")
     r = admin.client.put("/api/v1/principals/prn_eve", json={"groups": ["grp_eng"]}, headers=h)
     err = assert_error_shape(r, 403, "forbidden")
     assert "principal" in err["message"]
-    assert backend.acl("brd_theirs") == BoardAcl("brd_theirs", OTHER_WS, "Theirs", ("prn_eve",))
     assert backend.principal("prn_eve") == Principal("prn_eve", OTHER_WS, "person", ())
     # Its own board and principal are still replaced as before.
-    r = admin.client.put("/api/v1/boards/brd_eng", json={"members": ["prn_bob"]}, headers=h)
+    r = admin.client.put("/api/v1/principals/prn_bob", json={"groups": ["g"]}, headers=h)
     assert r.status_code == 200, r.text
-    assert backend.acl("brd_eng") == BoardAcl("brd_eng", "ws_main", "", ("prn_bob",), ())
+    assert backend.principal("prn_bob") == Principal("prn_bob", "ws_main", "person", ("g",))

@@ -98,11 +98,12 @@ def seed(backend: OpenSearchBackend, embedder: Embedder, data: list[Item]) -> No
 
 
 def stored(client: OpenSearch, index: str) -> dict[str, dict[str, Any]]:
-    """Every stored document by id (a scroll over all shards)."""
+    """Every stored document by item id (a scroll over all shards; one workspace)."""
     docs: dict[str, dict[str, Any]] = {}
     for hit in helpers.scan(client, index=index, query={"query": {"match_all": {}}}, size=1000):
-        assert hit["_id"] not in docs, f"{hit['_id']} returned twice"
-        docs[hit["_id"]] = hit["_source"]
+        item_id = hit["_source"]["id"]  # `_id` is the storage key workspace/id
+        assert item_id not in docs, f"{item_id} returned twice"
+        docs[item_id] = hit["_source"]
     return docs
 
 

@@ -74,7 +74,7 @@ class Writer(threading.Thread):
                 changed = self.expected[self.victims[2 * n]]
                 self._upsert([*new, Item(changed.id, changed.workspace, f"changed {n}")])
                 gone = self.victims[2 * n + 1]
-                out = self.backend.delete([gone])
+                out = self.backend.delete(self.expected[gone].workspace, [gone])
                 self.retries += out.retries
                 self.rejected.update(out.rejected)
                 self.expected.pop(gone)

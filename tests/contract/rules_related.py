@@ -217,5 +217,5 @@ class BadInputRules:
         guarded.refresh()
         assert (summary.indexed, [r.line for r in summary.rejected]) == (1, [1])
         assert guarded.backend.count() == before + 1
-        guarded.backend.delete(["itm_new"])
+        guarded.backend.delete(good["workspace"], ["itm_new"])
         guarded.refresh()

@@ -15,6 +15,7 @@ from suli.visibility import can_see, visibility_for
 
 from .helpers import (
     OTHER_WS,
+    WS,
     MakeSearcher,
     World,
     acl,
@@ -244,14 +245,6 @@ class VisibilityRules:
             leaks = [s for s in _invisible_strings(pid) if s in text]
             assert not leaks, (pid, leaks)
 
-    def test_workspaces_names_the_owner_of_each_stored_id(self, cast: World) -> None:
-        """The admin write check: who owns an id, whatever its board (never shown in search)."""
-        ids = [it.id for it in CAST]
-        assert cast.backend.workspaces([*ids, "itm_absent", ids[0]]) == {
-            it.id: it.workspace for it in CAST
-        }
-        assert cast.backend.workspaces([]) == {}
-
 
 class AclChangeRules:
     """DESIGN 2: the filter is built per query from the current ACLs; no reindexing needed."""
@@ -280,8 +273,9 @@ class AclChangeRules:
 
         # No refresh between the ACL writes and the queries: the next query must see them.
         assert sees() == (False,) * 4
-        assert w.backend.acl("brd_x") == acl("brd_x", members=["prn_q"])
-        assert w.backend.acl("brd_absent") is None
+        assert w.backend.acl(WS, "brd_x") == acl("brd_x", members=["prn_q"])
+        assert w.backend.acl(WS, "brd_absent") is None
+        assert w.backend.acl(OTHER_WS, "brd_x") is None  # a board id is per workspace
         w.backend.put_acls([acl("brd_x", members=["prn_q", "prn_p"])])
         assert sees() == (True,) * 4
         w.backend.put_acls([acl("brd_x", members=["prn_q"], groups=["g_one"])])

@@ -17,6 +17,7 @@ from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_property import PropertyRules
 from .rules_ranking import FilteredKnnRules, FusionRules, KeepRules, OutcomeRules
 from .rules_related import BadInputRules, RelatedRules
+from .rules_tenants import TenantRules
 from .rules_visibility import AclChangeRules, VisibilityRules
 
 
@@ -33,6 +34,7 @@ class BackendContract(
     RelatedRules,
     BadInputRules,
     PropertyRules,
+    TenantRules,
 ):
     """The shared suite; subclasses override `make_searcher` (class scope: worlds are shared read-only)."""
 

@@ -103,8 +103,8 @@ def _suli(w: World, *args: str) -> tuple[int, str, str]:
 
 def _ids(client: OpenSearch, index: str) -> set[str]:
     client.indices.refresh(index=index)
-    resp = client.search(index=index, body={"size": 10_000, "_source": False})
-    return {h["_id"] for h in resp["hits"]["hits"]}
+    resp = client.search(index=index, body={"size": 10_000, "_source": ["id"]})
+    return {h["_source"]["id"] for h in resp["hits"]["hits"]}
 
 
 def test_dry_run_changes_nothing_and_server_copy_swaps(world: World) -> None:

@@ -454,11 +454,11 @@ def test_upsert_replaces_text_vector_and_lists(store: EmbeddedBackend) -> None:
     assert store.referencing(vis, "itm_a", 5) == [] and len(store.referencing(vis, "itm_b", 5)) == 1
 
 
-def test_delete_removes_every_trace_and_counts_absent_ids_as_done(store: EmbeddedBackend) -> None:
+def test_delete_removes_every_trace_and_names_absent_ids(store: EmbeddedBackend) -> None:
     store.upsert([(Item("itm_d", "ws", "gone soon", tags=("t",), references=("x",)), axis(0)),
                   (Item("itm_k", "ws", "kept"), axis(1))])  # fmt: skip
-    out = store.delete(["itm_d", "itm_never", "itm_d"])
-    assert out.indexed == ("itm_d", "itm_never") and not out.rejected
+    out = store.delete("ws", ["itm_d", "itm_never", "itm_d"])
+    assert (out.indexed, out.missing) == (("itm_d",), ("itm_never",)) and not out.rejected
     vis = everyone()
     assert store.count() == 1
     assert store.search(LegQuery(vis, Filters(), "gone", None, 5)).text == ()
@@ -497,7 +497,7 @@ def test_a_second_handle_on_the_same_file_sees_writes(tmp_path: Path) -> None:
         assert [h.item.id for h in hits] == ["itm_2", "itm_1"] and hits[1].score == pytest.approx(
             0.0
         )
-        a.delete(["itm_2"])
+        a.delete("ws", ["itm_2"])
         assert [
             h.item.id for h in b.search(LegQuery(everyone(), Filters(), None, axis(0), 5)).vector
         ] == ["itm_1"]
@@ -544,10 +544,10 @@ def test_an_incrementally_refreshed_matrix_equals_a_fresh_one(
                 )
             elif op == 2:  # deletions, the newest row too (its rowid may be used again)
                 newest = a.browse(everyone(), Filters(), 1)[0]
-                a.delete([*(it.id for it in newest), str(rng.choice(ids))])
+                a.delete("ws", [*(it.id for it in newest), str(rng.choice(ids))])
             else:  # delete and re-add in one go between two searches of b
                 gone = str(rng.choice(ids))
-                a.delete([gone])
+                a.delete("ws", [gone])
                 a.upsert([(Item(gone, "ws", gone), unit(rng))])
         assert len(updates) >= (20 if deletes_kept > 1 else 1)  # the incremental path ran
     finally:

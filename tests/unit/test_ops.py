@@ -70,7 +70,8 @@ def test_re_embedding_reuses_a_vector_only_for_the_same_text() -> None:
     embedder = FakeEmbedder(dimension=8)
     changed = Item("i2", "ws", "Other title")
     same_text = Item("i1", "ws", "Deploy runbook", body="steps", outcome="approved")
-    existing = {"i1": item_to_doc(ITEM, [9.0] * 8), "i2": item_to_doc(ITEM, [9.0] * 8)}
+    # Keyed by storage key (workspace/id), as copying.fetch returns them.
+    existing = {"ws/i1": item_to_doc(ITEM, [9.0] * 8), "ws/i2": item_to_doc(ITEM, [9.0] * 8)}
     docs = [item_to_doc(same_text, [0.0] * 384), item_to_doc(changed, [0.0] * 384)]
     pairs = Converter(embedder).convert(docs, existing)
     assert [p[0] for p in pairs] == [same_text, changed]
