@@ -128,3 +128,40 @@ class TenantRules:
         assert w.ids("prn_b2", "zebra") == ["itm_b_board"]
         assert w.ids("prn_b", "zebra") == []  # A's ACL naming prn_b gives B's member nothing
         assert {a.board for a in w.backend.acls(OTHER_WS)} == {"brd_shared"}
+
+    def test_two_workspaces_claiming_one_principal_id_at_once_get_one_owner(
+        self, make_searcher: MakeSearcher
+    ) -> None:
+        """Principal ids stay global (a token names its principal by id): the ownership check
+        and the write are one step, so exactly one workspace wins and nothing is moved."""
+        w = _world(make_searcher)
+        gate = threading.Barrier(2)
+        won: dict[tuple[int, str], bool] = {}
+
+        def claim(n: int, ws: str) -> None:
+            gate.wait()
+            won[(n, ws)] = w.backend.claim_principal(principal(f"prn_race_{n}", ws, workspace=ws))
+
+        for n in range(ROUNDS):
+            threads = [threading.Thread(target=claim, args=(n, ws)) for ws in (WS, OTHER_WS)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        for n in range(ROUNDS):
+            winners = [ws for ws in (WS, OTHER_WS) if won[(n, ws)]]
+            assert len(winners) == 1, (n, winners)
+            assert w.backend.principal(f"prn_race_{n}") == principal(
+                f"prn_race_{n}", winners[0], workspace=winners[0]
+            )
+        # The owner may still change its own principal; the other still may not.
+        owner = w.backend.principal("prn_race_0")
+        assert owner is not None
+        assert w.backend.claim_principal(
+            principal("prn_race_0", "g_new", workspace=owner.workspace)
+        )
+        other = OTHER_WS if owner.workspace == WS else WS
+        assert not w.backend.claim_principal(principal("prn_race_0", workspace=other))
+        assert w.backend.principal("prn_race_0") == principal(
+            "prn_race_0", "g_new", workspace=owner.workspace
+        )
