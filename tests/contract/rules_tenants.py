@@ -11,6 +11,7 @@ from typing import Any
 
 from app.routes_admin import _ingest
 from suli.errors import NotFound
+from suli.render import response_json
 from suli.visibility import Visibility
 
 from .helpers import OTHER_WS, WS, MakeSearcher, World, acl, item, principal
@@ -165,3 +166,45 @@ class TenantRules:
         assert w.backend.principal("prn_race_0") == principal(
             "prn_race_0", "g_new", workspace=owner.workspace
         )
+
+
+class ExplainRules:
+    """Issue 14 finding 5: explain shows ranks, shares, weights and gates, never a raw text
+    (BM25) score, which is made of corpus statistics over items the caller cannot see."""
+
+    def test_text_explain_is_the_same_whatever_other_workspaces_hold(
+        self, make_searcher: MakeSearcher
+    ) -> None:
+        # Equal lengths, different term counts: the order cannot depend on corpus statistics.
+        w = make_searcher(
+            [
+                item("itm_three", "Quokka quokka quokka notes", "filler words here"),
+                item("itm_one", "Quokka field notes", "filler words here"),
+            ],
+            [principal("prn_a")],
+        )
+
+        def explained() -> list[dict[str, Any]]:
+            body = response_json(w.search("prn_a", "quokka", mode="text", explain=True))
+            return [{k: r[k] for k in ("id", "score", "snippet", "explain")}
+                    for r in body["results"]]  # fmt: skip
+
+        before = explained()
+        assert [r["id"] for r in before] == ["itm_three", "itm_one"]
+        for r in before:
+            assert set(r["explain"]) == EXPLAIN_FIELDS, r["explain"]  # no raw text score
+            assert r["explain"]["vector_similarity"] is None  # text mode: no vector leg
+        # Another workspace adds many items with the word: invisible, and without effect here.
+        w.load(
+            [item(f"itm_b{n}", f"Quokka census {n}", "quokka " * (n % 5), workspace=OTHER_WS)
+             for n in range(30)]
+        )  # fmt: skip
+        assert explained() == before
+
+
+# The explain block: ranks, fusion shares, outcome weight, the gate that kept the result, and
+# the vector leg's cosine (query against item: no corpus statistics in it).
+EXPLAIN_FIELDS = {
+    "text_rank", "vector_rank", "vector_similarity", "rrf", "text_share", "vector_share",
+    "outcome_weight", "score", "kept",
+}  # fmt: skip

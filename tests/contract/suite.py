@@ -17,7 +17,7 @@ from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_property import PropertyRules
 from .rules_ranking import FilteredKnnRules, FusionRules, KeepRules, OutcomeRules
 from .rules_related import BadInputRules, RelatedRules
-from .rules_tenants import TenantRules
+from .rules_tenants import ExplainRules, TenantRules
 from .rules_visibility import AclChangeRules, VisibilityRules
 
 
@@ -35,6 +35,7 @@ class BackendContract(
     BadInputRules,
     PropertyRules,
     TenantRules,
+    ExplainRules,
 ):
     """The shared suite; subclasses override `make_searcher` (class scope: worlds are shared read-only)."""
 
