@@ -115,6 +115,8 @@ class OpenSearchBackend:
         self.client = make_client(settings, max_retries=1)
         # Writes: the transport never retries; the bulk layer below owns all retries.
         self.write_client = make_client(settings, max_retries=0)
+        # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
+        self.text_form = bodies.TEXT_FORM
 
     # ---- index management --------------------------------------------------------------
 
@@ -177,7 +179,7 @@ class OpenSearchBackend:
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
-            legs.append(("text", bodies.text_leg(query)))
+            legs.append(("text", bodies.text_leg(query, self.text_form)))
         if query.vector is not None:
             legs.append(("vector", bodies.vector_leg(query)))
         if not legs:
