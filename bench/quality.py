@@ -2,7 +2,7 @@
 
     SULI_OPENSEARCH_URL=http://127.0.0.1:9200 python -m bench.quality            # OpenSearch
     python -m bench.quality --backend embedded                                     # SQLite
-    python -m bench.quality --tune                                                 # grid on dev
+    python -m bench.quality --tune     # every relevance choice on dev, both backends (bench/tuning.py)
 
 Each query's two legs are fetched once (depth 100) through the backend; every variant is then
 fused by the same `suli.ranking.rank` the service uses, so variants differ only in parameters.
@@ -12,14 +12,24 @@ A check runs a few queries through `Searcher.search` end to end and asserts the 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import mappings
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
+from bench.tuning import (
+    RESULTS,
+    TUNE_SPLIT,
+    TestSplitRefused,
+    embedded_subject,
+    opensearch_subject,
+    refuse_test,
+    tune,
+)
+from indexer.inventory import live_index, read_meta
 from suli.backends.base import Backend, LegQuery
 from suli.core import open_backend
 from suli.embedding import Embedder, build_embedder
@@ -38,6 +48,9 @@ Legs = dict[str, tuple[list[tuple[str, float]], list[tuple[str, float]]]]
 
 def ensure_indexed(backend: Backend, embedder: Embedder, limit: int | None) -> None:
     items = load_items(limit)
+    stale = _stale_mapping(backend)
+    if stale:
+        sys.exit(stale)
     if backend.count() == len(items):
         return
     t0 = time.perf_counter()
@@ -51,6 +64,21 @@ def ensure_indexed(backend: Backend, embedder: Embedder, limit: int | None) -> N
     if refresh:
         refresh()
     print(f"indexed in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+
+def _stale_mapping(backend: Backend) -> str | None:
+    """Why an OpenSearch index built with another mapping cannot be measured (None: it can)."""
+    client = getattr(backend, "client", None)
+    if client is None:
+        return None
+    index = live_index(client, backend.alias)  # type: ignore[attr-defined]
+    version = read_meta(client, index).get("mapping_version") if index else None
+    if index and version != mappings.mapping_version():
+        return (
+            f"{index} has mapping v{version}, this code measures v{mappings.mapping_version()}: "
+            "run `suli reindex` on it or use another --alias"
+        )
+    return None
 
 
 def fetch_legs(backend: Backend, embedder: Embedder, queries: dict[str, str]) -> Legs:
@@ -110,17 +138,6 @@ def variants(s: Settings) -> dict[str, dict[str, Any]]:
     }
 
 
-def tune(legs: Legs, qrels: dict[str, dict[str, int]]) -> list[tuple[float, dict[str, Any]]]:
-    grid = []
-    for k, vw, margin in itertools.product(
-        (10, 20, 30, 40, 60, 80), (0.6, 0.8, 1.0, 1.2, 1.5, 2.0), (0.05, 0.1, 0.15, 0.2, 0.3, 2.0)
-    ):
-        p = dict(k=k, text_weight=1.0, vector_weight=vw, margin=margin, gates=True)
-        grid.append((run(legs, qrels, **p)["ndcg@10"], p))
-    grid.sort(key=lambda t: -t[0])
-    return grid
-
-
 def check_service_agrees(searcher: Searcher, queries: dict[str, str], legs: Legs) -> None:
     """The service's own ranking equals the offline fusion for the default settings."""
     s = searcher.settings
@@ -141,7 +158,7 @@ def check_service_agrees(searcher: Searcher, queries: dict[str, str], legs: Legs
         assert [r.id for r in got.results] == [r.id for r in want[:25]], qid
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -150,9 +167,25 @@ def main() -> None:
     ap.add_argument("--db", default=str(Path.home() / ".cache" / "suli" / "bench-nfcorpus.db"))
     ap.add_argument("--limit-docs", type=int, help="smoke runs: index only the first N documents")
     ap.add_argument("--limit-queries", type=int)
-    ap.add_argument("--tune", action="store_true", help="grid-search fusion parameters on dev")
+    ap.add_argument(
+        "--tune",
+        action="store_true",
+        help="tune every relevance choice on dev for both backends, then score test once",
+    )
+    ap.add_argument(
+        "--tune-split",
+        default=TUNE_SPLIT,
+        help="the qrels tuning reads; anything but dev is refused",
+    )
+    ap.add_argument("--embedder", default="minilm", choices=["minilm", "fake"])
+    ap.add_argument("--out", type=Path, default=RESULTS, help="where --tune writes its grid")
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if args.tune:
+        try:
+            refuse_test(args.tune_split)
+        except TestSplitRefused as e:
+            ap.error(str(e))  # exit 2, before anything is read or indexed
 
     overrides: dict[str, Any] = {
         "index_alias": args.alias,
@@ -162,7 +195,9 @@ def main() -> None:
     if args.backend:
         overrides["backend"] = args.backend
     settings = Settings(**overrides)
-    embedder = build_embedder("minilm", CACHE)
+    embedder = build_embedder(args.embedder, CACHE)
+    if args.tune:
+        return run_tuning(settings, embedder, args)
     backend = open_backend(settings, embedder)
     ensure_indexed(backend, embedder, args.limit_docs)
 
@@ -176,9 +211,6 @@ def main() -> None:
         t0 = time.perf_counter()
         legs = fetch_legs(backend, embedder, queries)
         report[f"{split}_fetch_s"] = round(time.perf_counter() - t0, 1)
-        if split == "dev" and args.tune:
-            best = tune(legs, qrels)
-            report["tuning_top5_dev"] = [{"ndcg@10": round(n, 4), **p} for n, p in best[:5]]
         report[split] = {
             name: {m: round(v, 4) for m, v in run(legs, qrels, **dict(p)).items()}
             for name, p in variants(settings).items()
@@ -187,14 +219,36 @@ def main() -> None:
             check_service_agrees(Searcher(backend, embedder, settings), queries, legs)
     if args.json:
         print(json.dumps(report, indent=2))
-        return
+        return report
     print(f"backend {report['backend']}, {report['date']}")
     for split in ("dev", "test"):
         print(f"\n{split}: {'variant':<36} nDCG@10  recall@100")
         for name, m in report[split].items():
             print(f"     {name:<36} {m['ndcg@10']:.4f}   {m['recall@100']:.4f}")
-    if "tuning_top5_dev" in report:
-        print("\nbest on dev:", *report["tuning_top5_dev"], sep="\n  ")
+    return report
+
+
+def run_tuning(settings: Settings, embedder: Embedder, args: argparse.Namespace) -> dict[str, Any]:
+    """Both backends (or --backend's one), indexed alike, tuned on dev by bench.tuning."""
+    subjects = []
+    names = [args.backend] if args.backend else ["opensearch", "embedded"]
+    for name in names:
+        backend = open_backend(settings.model_copy(update={"backend": name}), embedder)
+        ensure_indexed(backend, embedder, args.limit_docs)
+        subjects.append(
+            opensearch_subject(backend) if name == "opensearch" else embedded_subject(backend)
+        )
+    report = tune(
+        subjects,
+        embedder,
+        settings,
+        split=args.tune_split,
+        limit_queries=args.limit_queries,
+        out_dir=args.out,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    print(json.dumps({k: report[k] for k in ("chosen", "dev", "test")}, indent=1))
+    return report
 
 
 if __name__ == "__main__":

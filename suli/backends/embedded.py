@@ -39,6 +39,8 @@ class EmbeddedBackend:
         self._conns_lock = threading.Lock()
         self._cache = StoreCache(dimension)
         self._closed = False
+        # FTS5 column weights; bench.quality --tune swaps them to measure others.
+        self.bm25_weights = q.BM25_WEIGHTS
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._init_schema()
 
@@ -165,7 +167,7 @@ class EmbeddedBackend:
         # bm25() in ORDER BY runs SQLite's sorter, measured 2x faster than FTS5's own
         # `ORDER BY rank`; snippets are made afterwards for the returned rows only.
         ranked = c.execute(
-            f"""SELECT f.rowid, {q.bm25_call(table)} AS s
+            f"""SELECT f.rowid, {q.bm25_call(table, self.bm25_weights)} AS s
                 FROM {table} f JOIN items i ON i.rowid = f.rowid
                 WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ?""",
             [expr, *params, query.depth],

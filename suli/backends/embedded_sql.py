@@ -260,9 +260,13 @@ def highlight_html(fragment: str) -> str | None:
     return escaped.replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>")
 
 
-def bm25_call(table: str) -> str:
-    """FTS5's bm25() with the column weights (negative: lower is better)."""
-    return f"bm25({table}, {', '.join(map(str, BM25_WEIGHTS))})"
+def bm25_call(table: str, weights: tuple[float, ...] = BM25_WEIGHTS) -> str:
+    """FTS5's bm25() with the column weights (negative: lower is better).
+
+    FTS5 fixes k1 = 1.2 and b = 0.75, and scores the weighted column counts against the whole
+    row's length (BM25F-like); only the column weights are ours to tune.
+    """
+    return f"bm25({table}, {', '.join(f'{float(w):g}' for w in weights)})"
 
 
 def snippet_columns(table: str) -> str:

@@ -120,6 +120,8 @@ class OpenSearchBackend:
         # Writes: the transport never retries; the bulk layer below owns all retries.
         self.write_client = make_client(settings, max_retries=0)
         self._keyed = False  # the live index keys items per workspace (checked on first write)
+        # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
+        self.text_form = bodies.TEXT_FORM
 
     # ---- index management --------------------------------------------------------------
 
@@ -217,7 +219,7 @@ class OpenSearchBackend:
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
-            legs.append(("text", bodies.text_leg(query)))
+            legs.append(("text", bodies.text_leg(query, self.text_form)))
         if query.vector is not None:
             legs.append(("vector", bodies.vector_leg(query)))
         if not legs:

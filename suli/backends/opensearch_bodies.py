@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from suli.backends.base import LegQuery, TextFields
 from suli.models import Filters, Item, Station
@@ -12,6 +13,8 @@ from suli.text import FIELD_WEIGHTS
 from suli.visibility import Visibility
 
 _W = FIELD_WEIGHTS
+# Per-field lists for the `most_fields` and `cross_fields` forms (mapping v3's query, kept so
+# bench.quality --tune can measure them against the combined field).
 TEXT_FIELDS: dict[TextFields, list[str]] = {
     "stemmed": [f"title^{_W['title']}", "body", "caption", "path", f"tags.text^{_W['tags']}"],
     "plain": [
@@ -22,6 +25,43 @@ TEXT_FIELDS: dict[TextFields, list[str]] = {
         f"tags.plain^{_W['tags']}",
     ],
 }
+# The combined field (title, body, caption and tags via copy_to) and the per-field companions
+# of the "content" form; `path` stays apart because its analyzer splits on / . _ -.
+CONTENT_FIELD: dict[TextFields, str] = {"stemmed": "content", "plain": "content.plain"}
+TITLE_FIELD: dict[TextFields, str] = {"stemmed": "title", "plain": "title.plain"}
+PATH_FIELD: dict[TextFields, str] = {"stemmed": "path", "plain": "path.plain"}
+TextFormKind = Literal["content", "most_fields", "cross_fields"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextForm:
+    """How the text leg scores a document's fields (bench.quality --tune measures each).
+
+    content       BM25 over one combined field, like FTS5 ranks the columns as one document,
+                  plus title^title_boost (0: none) and path, summed
+    most_fields   BM25 per field, summed (mapping v3)
+    cross_fields  term-centric: each word scored in its best field with blended statistics
+    """
+
+    kind: TextFormKind = "content"
+    title_boost: float = 0.0
+
+
+# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md, issue 15).
+TEXT_FORM = TextForm("content", 0.0)
+
+
+def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The scoring clause of the text leg. multi_match analyses the text; it never parses
+    query syntax (unlike query_string)."""
+    if form.kind == "content":
+        fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
+        if form.title_boost > 0:
+            fields.insert(1, f"{TITLE_FIELD[flavour]}^{form.title_boost:g}")
+        return {"multi_match": {"query": text, "fields": fields, "type": "most_fields"}}
+    return {"multi_match": {"query": text, "fields": TEXT_FIELDS[flavour], "type": form.kind}}
+
+
 HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
     "stemmed": ["title", "body", "caption"],
     "plain": ["title.plain", "body.plain", "caption.plain"],
@@ -123,7 +163,7 @@ def filter_clauses(
     return out
 
 
-def text_leg(q: LegQuery) -> dict[str, Any]:
+def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
     """BM25 over title, body, caption, path and tags; user text goes in as plain words only."""
     assert q.text is not None
     return {
@@ -132,18 +172,7 @@ def text_leg(q: LegQuery) -> dict[str, Any]:
         "_source": {"excludes": SOURCE_EXCLUDES},
         "query": {
             "bool": {
-                # multi_match analyses the text; it never parses query syntax (unlike query_string).
-                "must": [
-                    {
-                        "multi_match": {
-                            "query": q.text,
-                            "fields": TEXT_FIELDS[q.text_fields],
-                            # Sum over fields, like one BM25 over title + body: measured
-                            # better than best_fields on NFCorpus dev (bench/quality.py).
-                            "type": "most_fields",
-                        }
-                    }
-                ],
+                "must": [text_match(q.text, q.text_fields, form)],
                 "filter": filter_clauses(q.vis, q.filters, q.regex),
             }
         },
@@ -153,6 +182,9 @@ def text_leg(q: LegQuery) -> dict[str, Any]:
             "post_tags": ["</mark>"],
             "fragment_size": 160,
             "number_of_fragments": 1,
+            # The query names the combined field; the fragments come from title, body and
+            # caption, which share its analyzer, so their terms are the query's terms.
+            "require_field_match": False,
             "fields": {f: {} for f in HIGHLIGHT_FIELDS[q.text_fields]},
         },
     }

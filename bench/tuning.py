@@ -1,0 +1,417 @@
+"""`python -m bench.quality --tune`: every relevance choice measured on NFCorpus dev, test once.
+
+Stages, each a coordinate descent from the code's defaults (one parameter at a time over its
+values, the others held, repeated until nothing moves; ties keep the current value):
+  text    per backend: the OpenSearch text-query form and title boost, BM25 k1/b (set on the
+          closed index, no re-index); the embedded FTS5 column weights (FTS5 fixes k1/b)
+  fusion  shared by both backends (one Settings): RRF k, leg weights, candidate depth, the
+          meaning margin and, when Settings has it, the meaning floor
+The objective is hybrid nDCG@10 with the gates on (what users get), on dev qrels only; the text
+leg alone is recorded next to it. After the choice the test split is read once and both the
+code's defaults ("baseline") and the chosen point are scored on it, with the top-10 overlap.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mappings
+from bench.nfcorpus import WORKSPACE, load_qrels, load_queries
+from suli.backends.base import Backend, LegQuery
+from suli.backends.opensearch_bodies import TextForm
+from suli.embedding import Embedder
+from suli.evaluation import mean_metrics
+from suli.models import Filters, Principal
+from suli.ranking import rank
+from suli.settings import Settings
+from suli.text import only_common_words
+from suli.visibility import visibility_for
+
+TUNE_SPLIT = "dev"
+RESULTS = Path(__file__).parent / "results"
+
+# Text-leg values per backend. OpenSearch forms: see suli.backends.opensearch_bodies.TextForm.
+OPENSEARCH_TEXT_GRID: dict[str, tuple[Any, ...]] = {
+    "form": (
+        TextForm("most_fields"),
+        TextForm("cross_fields"),
+        TextForm("content", 0.0),
+        TextForm("content", 0.25),
+        TextForm("content", 0.5),
+        TextForm("content", 1.0),
+    ),
+    "bm25": ((0.9, 0.4), (1.2, 0.75), (1.2, 0.6), (1.2, 0.9), (0.9, 0.75), (1.5, 0.75)),
+}
+# Embedded: FTS5 column weights in FTS_COLUMNS order (title, body, caption, path, tags).
+EMBEDDED_TEXT_GRID: dict[str, tuple[Any, ...]] = {
+    "title_weight": (1.0, 1.25, 1.5, 2.0, 3.0),
+}
+# Fusion values, keyed by Settings field. A field Settings lacks (the meaning floor before its
+# helper lands) is left out; adding one is one entry here and one in RANK_ARGS.
+FUSION_GRID: dict[str, tuple[Any, ...]] = {
+    "rrf_k": (5, 10, 20, 30, 40, 60, 80, 100),
+    "vector_weight": (0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0),
+    "candidate_depth": (25, 50, 100, 200),
+    "meaning_margin": (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 2.0),
+    "meaning_floor": (0.0, 0.1, 0.2, 0.3, 0.4),
+}
+# Settings field -> keyword of suli.ranking.rank (candidate_depth cuts the legs instead).
+RANK_ARGS = {
+    "rrf_k": "k",
+    "text_weight": "text_weight",
+    "vector_weight": "vector_weight",
+    "meaning_margin": "margin",
+    "meaning_floor": "floor",
+}
+MAX_ROUNDS = 3
+
+Pairs = list[tuple[str, float]]
+Legs = dict[str, tuple[Pairs, Pairs]]
+
+
+class TestSplitRefused(ValueError):
+    """Tuning was asked to read the test split."""
+
+
+def refuse_test(split: str) -> None:
+    if split != TUNE_SPLIT:
+        raise TestSplitRefused(
+            f"tuning reads the {TUNE_SPLIT} split only, not {split!r}: test is scored once, "
+            "after the choice"
+        )
+
+
+def fusion_grid() -> dict[str, tuple[Any, ...]]:
+    """FUSION_GRID restricted to what Settings and rank() both know."""
+    known = set(inspect.signature(rank).parameters)
+    return {
+        name: values
+        for name, values in FUSION_GRID.items()
+        if name in Settings.model_fields and (name not in RANK_ARGS or RANK_ARGS[name] in known)
+    }
+
+
+def fusion_defaults(s: Settings) -> dict[str, Any]:
+    return {"text_weight": s.text_weight, **{n: getattr(s, n) for n in fusion_grid()}}
+
+
+def descend(
+    start: Mapping[str, Any],
+    grid: Mapping[str, Iterable[Any]],
+    score: Callable[[dict[str, Any]], float],
+    log: list[dict[str, Any]],
+) -> tuple[dict[str, Any], float]:
+    """Coordinate descent: each parameter over its values, the others held, until stable."""
+    point = dict(start)
+    best = score(point)
+    log.append({"point": point, "score": best})
+    for _ in range(MAX_ROUNDS):
+        moved = False
+        for name, values in grid.items():
+            for v in values:
+                if v == point[name]:
+                    continue
+                trial = {**point, name: v}
+                s = score(trial)
+                log.append({"point": trial, "score": s})
+                if s > best + 1e-9:  # strictly better: ties keep the current value
+                    point, best, moved = trial, s, True
+        if not moved:
+            break
+    return point, best
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, TextForm):
+        return asdict(v)
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+# ---- legs -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Subject:
+    """One backend under tuning: how to set its text parameters and fetch its legs."""
+
+    name: str
+    backend: Backend
+    grid: dict[str, tuple[Any, ...]]
+    apply: Callable[[dict[str, Any]], None]
+    defaults: dict[str, Any]
+    vectors: dict[str, Pairs] = field(default_factory=dict)
+
+
+def _query(text: str, vec: list[float] | None, depth: int, with_text: bool = True) -> LegQuery:
+    vis = visibility_for(Principal("prn_bench", WORKSPACE), [])
+    fields = "plain" if only_common_words(text) else "stemmed"
+    return LegQuery(vis, Filters(), text if with_text else None, vec, depth, fields)
+
+
+def fetch_text(backend: Backend, queries: Mapping[str, str], depth: int) -> dict[str, Pairs]:
+    out = {}
+    for qid, text in queries.items():
+        legs = backend.search(_query(text, None, depth))
+        assert not legs.errors, legs.errors
+        out[qid] = [(h.item.id, h.score) for h in legs.text]
+    return out
+
+
+def fetch_vectors(
+    backend: Backend, qvecs: Mapping[str, list[float]], queries: Mapping[str, str], depth: int
+) -> dict[str, Pairs]:
+    out = {}
+    for qid, text in queries.items():
+        legs = backend.search(_query(text, qvecs[qid], depth, with_text=False))
+        assert not legs.errors, legs.errors
+        out[qid] = [(h.item.id, h.score) for h in legs.vector]
+    return out
+
+
+def hybrid_runs(legs: Legs, p: Mapping[str, Any], gates: bool = True) -> dict[str, list[str]]:
+    depth = p.get("candidate_depth", 100)
+    kw = {RANK_ARGS[n]: v for n, v in p.items() if n in RANK_ARGS}
+    return {
+        qid: [
+            r.id for r in rank(text[:depth], vec[:depth], {}, outcome_weights={}, gates=gates, **kw)
+        ]
+        for qid, (text, vec) in legs.items()
+    }
+
+
+def ndcg(runs: Mapping[str, list[str]], qrels: Mapping[str, Mapping[str, int]]) -> float:
+    return mean_metrics(runs, qrels)["ndcg@10"]
+
+
+def figures(legs: Legs, qrels: Mapping[str, Mapping[str, int]], p: Mapping[str, Any]) -> dict:
+    depth = p.get("candidate_depth", 100)
+    text = {q: [d for d, _ in t[:depth]] for q, (t, _) in legs.items()}
+    vec = {q: [d for d, _ in v[:depth]] for q, (_, v) in legs.items()}
+    on = mean_metrics(hybrid_runs(legs, p), qrels)
+    off = mean_metrics(hybrid_runs(legs, p, gates=False), qrels)
+    r = {
+        "text": mean_metrics(text, qrels),
+        "vector": mean_metrics(vec, qrels),
+        "hybrid_no_gates": off,
+        "hybrid": on,
+        "gates_cost_ndcg@10": off["ndcg@10"] - on["ndcg@10"],
+    }
+    return {k: ({m: round(x, 4) for m, x in v.items()} if isinstance(v, dict) else round(v, 4))
+            for k, v in r.items()}  # fmt: skip
+
+
+def overlap(a: Mapping[str, list[str]], b: Mapping[str, list[str]]) -> float:
+    shares = [len(set(a[q][:10]) & set(b[q][:10])) / max(1, min(10, len(a[q]))) for q in a]
+    return round(sum(shares) / max(1, len(shares)), 4)
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+
+def tune(
+    subjects: list[Subject],
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    split: str = TUNE_SPLIT,
+    limit_queries: int | None = None,
+    out_dir: Path = RESULTS,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Tune on `split` (dev only), write the grid and the choice, then score test once."""
+    refuse_test(split)
+    grid_fusion = fusion_grid()
+    fetch_depth = max(grid_fusion.get("candidate_depth", (settings.candidate_depth,)))
+
+    def load(which: str) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
+        qrels = load_qrels(which)
+        queries = load_queries(set(qrels))
+        if limit_queries:
+            queries = dict(list(queries.items())[:limit_queries])
+            qrels = {q: qrels[q] for q in queries}
+        return qrels, queries
+
+    qrels, queries = load(split)
+    qvecs = {q: [float(x) for x in embedder.embed_query(t)] for q, t in queries.items()}
+    fusion_start = fusion_defaults(settings)
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "tuned_on": split,
+        "queries": len(queries),
+        "grids": {
+            "fusion": _jsonable(grid_fusion),
+            **{s.name: _jsonable(s.grid) for s in subjects},
+        },
+        "baseline": {"fusion": fusion_start, **{s.name: _jsonable(s.defaults) for s in subjects}},
+        "trials": {},
+    }
+
+    # Stage 1: each backend's text parameters, with the default fusion.
+    chosen_text: dict[str, dict[str, Any]] = {}
+    text_cache: dict[str, dict[str, Pairs]] = {}
+    for s in subjects:
+        s.vectors = fetch_vectors(s.backend, qvecs, queries, fetch_depth)
+        trials: list[dict[str, Any]] = []
+
+        def score_text(p: dict[str, Any], s: Subject = s, trials: list = trials) -> float:
+            key = f"{s.name}:{json.dumps(_jsonable(p), sort_keys=True)}"
+            if key not in text_cache:
+                s.apply(p)
+                t0 = time.perf_counter()
+                text_cache[key] = fetch_text(s.backend, queries, fetch_depth)
+                log(f"  {s.name} {_jsonable(p)} fetched in {time.perf_counter() - t0:.0f}s")
+            text = text_cache[key]
+            legs = {q: (text[q], s.vectors[q]) for q in queries}
+            trials.append(
+                {
+                    "text_ndcg@10": round(
+                        ndcg({q: [d for d, _ in t] for q, t in text.items()}, qrels), 4
+                    )
+                }
+            )
+            return ndcg(hybrid_runs(legs, fusion_start), qrels)
+
+        log(f"{s.name}: text leg on {split}")
+        raw: list[dict[str, Any]] = []
+        point, best = descend(s.defaults, s.grid, score_text, raw)
+        s.apply(point)
+        chosen_text[s.name] = point
+        report["trials"][s.name] = [
+            {**_jsonable(r["point"]), "hybrid_ndcg@10": round(r["score"], 4), **t}
+            for r, t in zip(raw, trials, strict=True)
+        ]
+        log(f"{s.name}: chose {_jsonable(point)} (dev hybrid {best:.4f})")
+
+    # Stage 2: fusion shared by both backends, on the chosen text legs; mean over backends.
+    dev_legs: dict[str, Legs] = {}
+    for s in subjects:
+        key = f"{s.name}:{json.dumps(_jsonable(chosen_text[s.name]), sort_keys=True)}"
+        dev_legs[s.name] = {q: (text_cache[key][q], s.vectors[q]) for q in queries}
+
+    def score_fusion(p: dict[str, Any]) -> float:
+        return sum(ndcg(hybrid_runs(legs, p), qrels) for legs in dev_legs.values()) / len(dev_legs)
+
+    raw = []
+    fusion, best = descend(fusion_start, grid_fusion, score_fusion, raw)
+    report["trials"]["fusion"] = [
+        {**r["point"], "mean_hybrid_ndcg@10": round(r["score"], 4)} for r in raw
+    ]
+    report["chosen"] = {"fusion": fusion, **{n: _jsonable(p) for n, p in chosen_text.items()}}
+    report["dev"] = {}
+    for s in subjects:
+        key = f"{s.name}:{json.dumps(_jsonable(s.defaults), sort_keys=True)}"
+        base = {q: (text_cache[key][q], s.vectors[q]) for q in queries}
+        report["dev"][s.name] = {
+            "baseline": figures(base, qrels, fusion_start),
+            "chosen": figures(dev_legs[s.name], qrels, fusion),
+        }
+    log(f"fusion: chose {fusion} (mean dev hybrid {best:.4f})")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "tuning-grid.json").write_text(json.dumps(report, indent=1) + "\n")
+
+    # The choice is written; now, and only now, the test split.
+    test_qrels, test_queries = load("test")
+    tvecs = {q: [float(x) for x in embedder.embed_query(t)] for q, t in test_queries.items()}
+    test: dict[str, Any] = {}
+    hybrid_top: dict[str, dict[str, list[str]]] = {}
+    for s in subjects:
+        vec = fetch_vectors(s.backend, tvecs, test_queries, fetch_depth)
+        test[s.name] = {}
+        for label, text_p, fusion_p in (
+            ("baseline", s.defaults, fusion_start),
+            ("chosen", chosen_text[s.name], fusion),
+        ):
+            s.apply(text_p)
+            text = fetch_text(s.backend, test_queries, fetch_depth)
+            legs = {q: (text[q], vec[q]) for q in test_queries}
+            test[s.name][label] = figures(legs, test_qrels, fusion_p)
+            hybrid_top[f"{s.name}:{label}"] = hybrid_runs(legs, fusion_p)
+        s.apply(chosen_text[s.name])
+    if len(subjects) == 2:
+        a, b = (s.name for s in subjects)
+        test["top10_overlap"] = {
+            label: overlap(hybrid_top[f"{a}:{label}"], hybrid_top[f"{b}:{label}"])
+            for label in ("baseline", "chosen")
+        }
+    report["test"] = test
+    (out_dir / "tuning-grid.json").write_text(json.dumps(report, indent=1) + "\n")
+    summary = {
+        k: report[k] for k in ("date", "tuned_on", "queries", "baseline", "chosen", "dev", "test")
+    }
+    (out_dir / "tuning.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return report
+
+
+# ---- the backends -----------------------------------------------------------------------------
+
+
+def _similarity(client: Any, index: str) -> tuple[float, float]:
+    got = client.indices.get_settings(index=index)[index]["settings"]["index"]["similarity"]
+    return float(got["default"]["k1"]), float(got["default"]["b"])
+
+
+def mapping_bm25() -> tuple[float, float]:
+    """k1 and b of mappings/items.json: the code's default, whatever the bench index holds now."""
+    sim = mappings.items_index(1)["settings"]["index"]["similarity"]["default"]
+    return float(sim["k1"]), float(sim["b"])
+
+
+def opensearch_subject(backend: Any) -> Subject:
+    """The OpenSearch backend; k1/b are set on the closed index (norms do not depend on them)."""
+    from indexer.inventory import live_index
+
+    client = backend.client
+    index = live_index(client, backend.alias)
+    assert index, f"no index behind {backend.alias}"
+
+    def apply(p: dict[str, Any]) -> None:
+        backend.text_form = p["form"]
+        k1, b = p["bm25"]
+        if _similarity(client, index) != (k1, b):
+            client.indices.close(index=index)
+            try:
+                client.indices.put_settings(
+                    index=index,
+                    body={"index": {"similarity": {"default": {"type": "BM25", "k1": k1, "b": b}}}},
+                )
+            finally:
+                client.indices.open(index=index, wait_for_active_shards=1)
+                client.cluster.health(index=index, wait_for_status="yellow", request_timeout=60)
+
+    return Subject(
+        "opensearch",
+        backend,
+        OPENSEARCH_TEXT_GRID,
+        apply,
+        {"form": backend.text_form, "bm25": mapping_bm25()},
+    )
+
+
+def embedded_subject(backend: Any) -> Subject:
+    """The embedded store; FTS5's bm25() takes column weights, its k1/b are fixed."""
+    from suli.backends import embedded_sql
+
+    cols = embedded_sql.FTS_COLUMNS
+
+    def apply(p: dict[str, Any]) -> None:
+        w = dict(zip(cols, embedded_sql.BM25_WEIGHTS, strict=True))
+        w["title"] = p["title_weight"]
+        backend.bm25_weights = tuple(w[c] for c in cols)
+
+    return Subject(
+        "embedded",
+        backend,
+        EMBEDDED_TEXT_GRID,
+        apply,
+        {"title_weight": embedded_sql.BM25_WEIGHTS[cols.index("title")]},
+    )

@@ -1,0 +1,120 @@
+"""The OpenSearch text leg on the combined `content` field (mapping v4), on the real node: what it
+matches, how it highlights, and that `suli reindex` fills the field from a v3 index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from opensearchpy import OpenSearch
+
+import mappings
+from indexer.inventory import live_index
+from indexer.reindex import Reindexer
+from suli.backends import opensearch_bodies as bodies
+from suli.backends.base import LegQuery
+from suli.backends.opensearch import OpenSearchBackend
+from suli.embedding import FakeEmbedder
+from suli.models import Filters, Item, Principal
+from suli.settings import Settings
+from suli.visibility import visibility_for
+
+pytestmark = pytest.mark.integration
+WS = "ws_tf"
+EMB = FakeEmbedder()
+ITEMS = [
+    Item("itm_png", WS, "Logo", body="secretword", media_type="image/png",
+         path="assets/brand_logo.png", caption="the round mark"),
+    Item("itm_h", WS, "Zebra <b>title</b>", body="<script>x</script> zebra & co",
+         caption="a zebra caption"),
+    Item("itm_the", WS, "Notes", body="the end of the line"),
+    Item("itm_tag", WS, "Plain", body="nothing here", tags=("kubernetes",)),
+]  # fmt: skip
+
+
+def _settings(url: str, alias: str) -> Settings:
+    return Settings(opensearch_url=url, index_alias=alias, acl_index=f"{alias}-acl")
+
+
+def _search(backend: OpenSearchBackend, text: str, fields: str = "stemmed") -> dict:
+    vis = visibility_for(Principal("prn_x", WS), [])
+    legs = backend.search(LegQuery(vis, Filters(), text, None, 10, fields))  # type: ignore[arg-type]
+    assert not legs.errors, legs.errors
+    return {h.item.id: h for h in legs.text}
+
+
+@pytest.fixture
+def backend(opensearch_url: str, make_index_name: Callable[[], str]) -> Iterator[OpenSearchBackend]:
+    b = OpenSearchBackend(_settings(opensearch_url, make_index_name()), EMB.dimension)
+    b.ensure_ready()
+    assert not b.upsert([(it, EMB.embed_query(it.embed_text())) for it in ITEMS]).rejected
+    b.refresh()
+    yield b
+    b.close()
+
+
+FORMS = [
+    bodies.TextForm("most_fields"),
+    bodies.TextForm("cross_fields"),
+    bodies.TextForm("content", 0.0),
+    bodies.TextForm("content", 1.0),
+]
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f"{f.kind}-{f.title_boost:g}")
+def test_every_form_matches_the_same_items(
+    backend: OpenSearchBackend, form: bodies.TextForm
+) -> None:
+    backend.text_form = form
+    # Binaries: by title, path and caption, never by their body.
+    for text, found in (("secretword", False), ("brand", True), ("round", True), ("logo", True)):
+        assert ("itm_png" in _search(backend, text)) == found, (form, text)
+    assert set(_search(backend, "kubernetes")) == {"itm_tag"}  # tags copied into content
+    assert set(_search(backend, "zebras")) == {"itm_h"}  # stemmed
+    # The common-word rule's plain fields: "the" is a word there.
+    assert set(_search(backend, "the", "plain")) == {"itm_png", "itm_the"}
+
+
+def test_highlights_come_from_the_fields_not_the_combined_field(
+    backend: OpenSearchBackend,
+) -> None:
+    assert backend.text_form == bodies.TEXT_FORM
+    hit = _search(backend, "zebra")["itm_h"]
+    assert hit.highlights == (
+        "&lt;script&gt;x&lt;&#x2F;script&gt; <mark>zebra</mark> &amp; co",
+        "a <mark>zebra</mark> caption",
+        "<mark>Zebra</mark> &lt;b&gt;title&lt;&#x2F;b&gt;",
+    )
+    assert _search(backend, "the", "plain")["itm_the"].highlights == (
+        "<mark>the</mark> end of <mark>the</mark> line",
+    )
+
+
+def test_reindex_fills_the_combined_field_of_a_v3_index(
+    opensearch_url: str, make_index_name: Callable[[], str], tmp_path: Path
+) -> None:
+    alias = make_index_name()
+    client = OpenSearch(hosts=[opensearch_url])
+    body = mappings.items_index(EMB.dimension, model=EMB.name)
+    props = body["mappings"]["properties"]
+    del props["content"]  # mapping v3: no combined field, no copy_to
+    for f in ("title", "body", "caption", "tags"):
+        props[f].pop("copy_to")
+    body["mappings"]["_meta"]["mapping_version"] = 3
+    old = f"{alias}-v3-20250101000000000000"
+    client.indices.create(index=old, body=body)
+    client.indices.put_alias(index=old, name=alias)
+    backend = OpenSearchBackend(_settings(opensearch_url, alias), EMB.dimension, EMB.name)
+    backend.ensure_ready()  # the ACL index; the alias already has its (old) index
+    vectors = [EMB.embed_query(it.embed_text()) for it in ITEMS]
+    assert not backend.upsert(list(zip(ITEMS, vectors, strict=True)), index=old).rejected
+    backend.refresh()
+    assert _search(backend, "zebra") == {}  # the v4 query finds nothing in a v3 index
+    engine = Reindexer(backend, EMB, tmp_path / "rejects")
+    engine.run(engine.plan())
+    assert live_index(client, alias) != old
+    assert set(_search(backend, "zebra")) == {"itm_h"}
+    assert set(_search(backend, "kubernetes")) == {"itm_tag"}
+    backend.close()
+    client.close()
