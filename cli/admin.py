@@ -21,7 +21,7 @@ from suli.validate import parse_acl, parse_principal
 def _count_lines(path: str) -> int | None:
     if path == "-":
         return None
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:  # bytes: a line that is not UTF-8 is counted, then rejected
         return sum(1 for line in f if line.strip())
 
 
@@ -39,7 +39,8 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
         raise InvalidInput(f"file: no such file {file!r}", "file")
     s = searcher(ctx)
     total = _count_lines(file)
-    stream: IO[str] = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
+    # Bytes, decoded per line by the reader: one undecodable line is one rejected line.
+    stream: IO[bytes] = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     progress = Progress(
         TextColumn("indexing"),
         BarColumn(),

@@ -30,6 +30,9 @@ from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")
 RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
+# ...read from this many leading characters of each: 64 words never need more, and a huge
+# body is not split whole just to keep its first words (issue 14.2).
+RELATED_QUERY_CHARS = 4_000
 # Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
 _EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")
 
@@ -421,7 +424,8 @@ class Searcher:
             prefer += [
                 i for i in self.backend.referencing(vis, item_id, limit) if i.id not in direct
             ]
-        text = " ".join((card.title + " " + card.spec).split()[:RELATED_QUERY_WORDS])
+        head = card.title[:RELATED_QUERY_CHARS] + " " + card.spec[:RELATED_QUERY_CHARS]
+        text = " ".join(head.split()[:RELATED_QUERY_WORDS])
         req = SearchRequest(query=text, limit=limit, explain=explain)
         if not words(text):
             results = [

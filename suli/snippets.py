@@ -9,6 +9,9 @@ from suli.text import ENGLISH_STOPWORDS, words
 
 PASSAGE_WORDS = 40
 SNIPPET_CHARS = 240
+# Passages are looked for in this many leading characters only: the work of a snippet stays
+# bounded however large a body is (issue 14.2), as the embedded highlights are.
+PASSAGE_SCAN_CHARS = 10_000
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
 
 
@@ -38,7 +41,7 @@ def _stem(w: str) -> str:
 
 def best_passage(text: str, query: str) -> str:
     """The passage sharing the most query words (by prefix); the first one when none does."""
-    ps = passages(text)
+    ps = passages(text[:PASSAGE_SCAN_CHARS])
     if not ps:
         return ""
     q = {_stem(w) for w in words(query) if w not in ENGLISH_STOPWORDS}
@@ -52,7 +55,8 @@ def best_passage(text: str, query: str) -> str:
 
 def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     """Plain text cut at a word boundary and HTML-escaped (snippets are HTML-safe)."""
-    text = " ".join(text.split())
+    # Whitespace runs shrink when joined: a prefix of 16x the limit is plenty for one clip.
+    text = " ".join(text[: limit * 16].split())
     if len(text) > limit:
         text = text[:limit].rsplit(" ", 1)[0] + " …"
     return html.escape(text, quote=False)

@@ -5,6 +5,7 @@ Every failure raises InvalidInput naming the field, so each edge reports it the 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
@@ -28,6 +29,13 @@ MAX_LIMIT = 25
 MAX_QUERY_CHARS = 1000
 MAX_REGEX_CHARS = 200
 MAX_FILTER_VALUES = 50
+# Free-form structured fields (provenance): a document a few levels deep is all a source
+# system needs; deeper ones broke serialization of every answer holding the item (issue
+# 14.3), so they are refused at the door, as are large ones (serialized UTF-8 JSON bytes).
+MAX_STRUCT_DEPTH = 16
+MAX_STRUCT_BYTES = 65_536
+# An item's link is opened by browsers: only web links or an app-relative path (issue 14.8).
+URL_SCHEMES = ("http", "https")
 
 Outcome = Literal[
     "approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned"
@@ -42,6 +50,8 @@ def _first_error(e: ValidationError) -> InvalidInput:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown field"
+    elif err["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")  # our own validators' messages read whole
     return InvalidInput(f"{field}: {msg}" if field else msg, field=field)
 
 
@@ -104,6 +114,18 @@ class ItemIn(_Strict):
             raise ValueError("references must be non-empty ids or URLs")
         return [r.strip() for r in v]
 
+    @field_validator("provenance", mode="before")
+    @classmethod
+    def _structure(cls, v: Any) -> Any:
+        check_structure(v, MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES)
+        return v
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        check_url(v)
+        return v
+
     def to_item(self) -> Item:
         if self.superseded_by == self.id:
             raise InvalidInput("superseded_by: an item cannot replace itself", "superseded_by")
@@ -132,6 +154,45 @@ class ItemIn(_Strict):
             url=self.url,
             hidden=self.hidden,
         )
+
+
+def check_structure(value: Any, max_depth: int, max_bytes: int) -> None:
+    """Raise ValueError when value nests deeper than max_depth containers (the value itself
+    is level 1) or its JSON is larger than max_bytes. Iterative: any depth is safe to check."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            raise ValueError(f"nests deeper than {max_depth} levels (the limit)")
+        stack.extend((child, depth + 1) for child in children)
+    try:
+        size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError):
+        return  # not JSON: the field's own type check says so
+    if size > max_bytes:
+        raise ValueError(f"is {size} bytes as JSON, more than the limit of {max_bytes}")
+
+
+def check_url(url: str) -> None:
+    """Accept "" (no link), http(s) URLs with a host, and app-relative paths ("/items/1");
+    refuse javascript:, data:, file: and every other scheme, and "//host" links."""
+    if not url:
+        return
+    if any(ord(ch) < 0x21 for ch in url):  # browsers drop these, so "java\tscript:" runs
+        raise ValueError("must not hold spaces or control characters")
+    if url.startswith("/") and not url.startswith("//") and not url.startswith("/\\"):
+        return
+    scheme, sep, rest = url.partition(":")
+    if sep and scheme.lower() in URL_SCHEMES and rest.startswith("//") and len(rest) > 2:
+        return
+    raise ValueError("must be an http(s) URL or a path starting with / (javascript:, data:, "
+                     "and other schemes are refused)")  # fmt: skip
 
 
 def parse_item(data: Any) -> Item:

@@ -38,6 +38,15 @@ HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
 FACET_SIZE = 100  # as the terms aggregations of the OpenSearch backend
 SNIPPET_TOKENS = 24  # about the 160 characters of OpenSearch's fragment_size
+# Highlights are computed on this many leading characters of each field only: FTS5's own
+# snippet() scores a window per hit (quadratic in hits) in one SQLite step the deadline
+# cannot interrupt, so a huge body of common words ran for seconds (issue 14.2). A hit
+# further in still matches and ranks; its snippet is then the service's best passage.
+HIGHLIGHT_CHARS = 10_000
+# Per-connection scratch tables for those highlights: the capped fields of the rows being
+# returned, indexed with the same tokenizer as the store, so a hit is what MATCH found.
+SCRATCH_SRC = "suli_hl_src"
+SCRATCH_FTS: dict[TextFields, str] = {"stemmed": "suli_hl_stem", "plain": "suli_hl_plain"}
 # Private-use code points mark a hit inside snippet(); the text around them is HTML-escaped
 # afterwards, then they become <mark> tags (the same contract as OpenSearch's encoder: html).
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
@@ -136,6 +145,18 @@ def migrate_2_to_3(c: sqlite3.Connection) -> None:
     c.execute("DROP TABLE acls")
     c.execute("ALTER TABLE acls_v3 RENAME TO acls")
     c.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+
+
+def scratch_schema() -> list[str]:
+    """DDL of a connection's temporary highlight tables (external content: cheap to clear)."""
+    ddl = [f"CREATE TEMP TABLE IF NOT EXISTS {SCRATCH_SRC} "
+           "(rowid INTEGER PRIMARY KEY, title TEXT, body TEXT, caption TEXT)"]  # fmt: skip
+    for flavour, table in SCRATCH_FTS.items():
+        ddl.append(
+            f"""CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table} USING fts5(title, body, caption,
+                content='{SCRATCH_SRC}', content_rowid='rowid', tokenize='{TOKENIZERS[flavour]}')"""
+        )
+    return ddl
 
 
 # ---- filters ----------------------------------------------------------------------------------
@@ -269,12 +290,74 @@ def bm25_call(table: str, weights: tuple[float, ...] = BM25_WEIGHTS) -> str:
     return f"bm25({table}, {', '.join(f'{float(w):g}' for w in weights)})"
 
 
-def snippet_columns(table: str) -> str:
-    """The snippet() calls of the highlighted columns, in HIGHLIGHT_COLUMNS order."""
+def cap_text(text: str, limit: int = HIGHLIGHT_CHARS) -> str:
+    """The first `limit` characters of text, cut back to a whitespace so no word is split."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[:cut] if cut > 0 else head
+
+
+def highlight_columns(table: str) -> str:
+    """highlight() of the scratch table's columns in HIGHLIGHT_COLUMNS order (title 0, body 1,
+    caption 2 there too); linear in the text, unlike snippet()."""
     return ", ".join(
-        f"snippet({table}, {col}, '{MARK_OPEN}', '{MARK_CLOSE}', '…', {SNIPPET_TOKENS})"
-        for _, col in HIGHLIGHT_COLUMNS
+        f"highlight({table}, {col}, '{MARK_OPEN}', '{MARK_CLOSE}')" for _, col in HIGHLIGHT_COLUMNS
     )
+
+
+def best_window(marked: str, size: int = SNIPPET_TOKENS, capped: bool = False) -> str:
+    """The `size` whitespace-separated tokens of a highlight() text holding the most distinct
+    hits (then the most hits), centred on them, with `…` where text was left out; in one
+    linear pass. `capped`: the text is a prefix, so its end is not the field's end."""
+    chunks = marked.split()
+    n = len(chunks)
+    hit = [MARK_OPEN in ch for ch in chunks]
+    terms = [_hit_term(ch) if h else "" for ch, h in zip(chunks, hit, strict=True)]
+    # Marks of a phrase may span chunks: note whether each chunk starts inside a mark.
+    inside, state = [False] * (n + 1), False
+    for i, ch in enumerate(chunks):
+        inside[i] = state
+        o, c = ch.rfind(MARK_OPEN), ch.rfind(MARK_CLOSE)
+        if o != c:
+            state = o > c
+    inside[n] = state
+    counts: Counter[str] = Counter()
+    hits = 0
+    best, best_score = 0, -1
+    for i in range(n):
+        if hit[i]:
+            counts[terms[i]] += 1
+            hits += 1
+        j = i - size  # the chunk that leaves the window
+        if j >= 0 and hit[j]:
+            counts[terms[j]] -= 1
+            hits -= 1
+            if not counts[terms[j]]:
+                del counts[terms[j]]
+        score = 1000 * len(counts) + hits
+        if score > best_score:
+            best, best_score = max(0, i - size + 1), score
+    start = best
+    in_window = [k for k in range(start, min(n, start + size)) if hit[k]]
+    if in_window:  # centre the hits, as snippet() does
+        first, last = in_window[0], in_window[-1]
+        start = first - (size - (last - first + 1)) // 2
+    start = max(0, min(start, n - size))
+    end = min(n, start + size)
+    text = " ".join(chunks[start:end])
+    if inside[start]:
+        text = MARK_OPEN + text
+    if inside[end]:
+        text += MARK_CLOSE
+    return ("…" if start > 0 else "") + text + ("…" if end < n or capped else "")
+
+
+def _hit_term(chunk: str) -> str:
+    o = chunk.find(MARK_OPEN)
+    c = chunk.find(MARK_CLOSE, o)
+    return chunk[o + 1 : c if c > o else len(chunk)].casefold()
 
 
 # ---- rows <-> items ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import ClassVar
 import pytest
 
 from .helpers import MakeSearcher
+from .rules_bounded import BoundedWorkRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_property import PropertyRules
 from .rules_ranking import FilteredKnnRules, FusionRules, KeepRules, OutcomeRules
@@ -36,6 +37,7 @@ class BackendContract(
     PropertyRules,
     TenantRules,
     ExplainRules,
+    BoundedWorkRules,
 ):
     """The shared suite; subclasses override `make_searcher` (class scope: worlds are shared read-only)."""
 

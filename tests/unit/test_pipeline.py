@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
-from indexer.pipeline import Rejection, index_items
+from indexer.pipeline import Rejection, index_items, index_stream
 from suli.backends.base import BulkOutcome
 from suli.embedding import FakeEmbedder
 from suli.models import Item
@@ -64,3 +65,18 @@ def test_every_line_ends_indexed_or_rejected_with_its_line() -> None:
         (2, None, "invalid JSON"),
         (3, "itm_3", "refused"),
     ]
+
+
+def test_a_line_the_store_refuses_is_reported_with_its_text() -> None:
+    lines = [f'{{"id": "itm_{n}", "workspace": "ws", "title": "title {n}"}}' for n in range(1, 5)]
+    store = RecordingStore(refuse=["itm_3"])
+    summary = index_stream(
+        io.BytesIO("\n".join(lines).encode()),
+        store,  # type: ignore[arg-type]
+        FakeEmbedder(),
+        batch_size=2,
+        write_size=2,
+    )
+    [rej] = summary.rejected
+    assert (rej.line, rej.id, rej.text) == (3, "itm_3", lines[2])
+    assert rej.to_json() == {"line": 3, "id": "itm_3", "reason": "refused", "text": lines[2]}

@@ -113,3 +113,54 @@ def test_huge_query_is_refused_but_syntax_is_just_text() -> None:
         search_request("x" * 1001)
     assert e.value.field == "query"
     assert search_request('title:(foo) AND "bar* ~2 \\').query == 'title:(foo) AND "bar* ~2 \\'
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+def test_structured_fields_have_a_depth_and_a_size_limit() -> None:
+    from suli.validate import MAX_STRUCT_BYTES, MAX_STRUCT_DEPTH
+
+    assert parse_item({**GOOD, "provenance": _nested(MAX_STRUCT_DEPTH)}).provenance
+    for bad, words in (
+        (_nested(MAX_STRUCT_DEPTH + 1), "deeper than 16"),
+        (_nested(300), "deeper than 16"),
+        ({"list": [[[[[[[[[[[[[[[[["x"]]]]]]]]]]]]]]]]]}, "deeper than 16"),
+        ({"blob": "x" * MAX_STRUCT_BYTES}, "bytes as JSON"),
+    ):
+        with pytest.raises(InvalidInput) as e:
+            parse_item({**GOOD, "provenance": bad})
+        assert e.value.field == "provenance" and words in e.value.message
+
+
+@pytest.mark.parametrize(
+    "url", ["", "https://app.example/items/1", "http://x.y", "HTTPS://A.B/c", "/items/itm_1"]
+)
+def test_web_and_relative_urls_are_kept(url: str) -> None:
+    assert parse_item({**GOOD, "url": url}).url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html,<script>x</script>",
+        "vbscript:x",
+        "file:///etc/passwd",
+        "//evil.example/x",
+        "/\\evil.example",
+        "items/1",
+        "http:/x",
+        "https://",
+    ],
+)
+def test_other_url_schemes_are_refused_naming_url(url: str) -> None:
+    with pytest.raises(InvalidInput) as e:
+        parse_item({**GOOD, "url": url})
+    assert e.value.field == "url" and e.value.message.startswith("url: ")

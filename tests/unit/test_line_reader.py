@@ -1,0 +1,130 @@
+"""`suli index` never stops on one bad line (issue 14.6, 13.10).
+
+Invalid UTF-8, JSON nested past the parser's limit, a BOM, an over-long line, deep or large
+structured fields: each line is rejected with its number, its reason and its text, and the
+others are indexed, from a file and from stdin alike.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from indexer.pipeline import MAX_LINE_BYTES, Rejection, read_lines
+from suli.validate import MAX_STRUCT_BYTES, MAX_STRUCT_DEPTH
+
+pytestmark = pytest.mark.unit
+
+
+def line(item_id: str, **extra: object) -> bytes:
+    data = {"id": item_id, "workspace": "ws", "title": f"title {item_id}", **extra}
+    return json.dumps(data).encode() + b"\n"
+
+
+def nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+BAD_UTF8 = b'{"id": "itm_bad", "workspace": "ws", "title": "caf\xe9"}\n'
+DEEP_JSON = b'{"id": "itm_deep", "provenance": ' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+
+
+def mixed_file() -> bytes:
+    return b"".join(
+        [
+            b"\xef\xbb\xbf" + line("itm_1"),  # line 1: a BOM, accepted
+            BAD_UTF8,  # 2
+            line("itm_2"),  # 3
+            DEEP_JSON,  # 4
+            line("itm_3", provenance=nested(300)),  # 5
+            b"   {oops\n",  # 6
+            line("itm_4", url="javascript:alert(1)"),  # 7
+            line("itm_5"),  # 8
+        ]
+    )
+
+
+def rejects(data: bytes) -> dict[int, Rejection]:
+    return {n: e for n, e in read_lines(io.BytesIO(data)) if isinstance(e, Rejection)}
+
+
+def test_each_bad_line_is_rejected_with_its_number_reason_and_text() -> None:
+    entries = list(read_lines(io.BytesIO(mixed_file())))
+    ok = [e.id for _, e in entries if not isinstance(e, Rejection)]
+    assert ok == ["itm_1", "itm_2", "itm_5"]
+    got = {n: e for n, e in entries if isinstance(e, Rejection)}
+    assert sorted(got) == [2, 4, 5, 6, 7]
+    assert "UTF-8" in got[2].reason and "byte 51" in got[2].reason
+    assert got[2].text is not None and "caf\ufffd" in got[2].text  # replacement character
+    assert "nested" in got[4].reason and got[4].text is not None
+    assert got[5].reason.startswith("provenance") and str(MAX_STRUCT_DEPTH) in got[5].reason
+    assert got[5].id == "itm_3"
+    assert got[6].text == "   {oops"
+    assert got[7].reason.startswith("url") and got[7].id == "itm_4"
+
+
+def test_json_error_columns_are_1_based_as_the_line_shows_them() -> None:
+    # json counts columns from 1; leading spaces are part of the line; a file's BOM is not.
+    assert rejects(b'   {"id": }\n')[1].reason.endswith("at column 11")
+    assert rejects(b'\xef\xbb\xbf{"id": }\n')[1].reason.endswith("at column 8")
+    assert rejects(b'{"id": "x"}\n{"id": }\n')[2].reason.endswith("at column 8")
+    # A BOM after line 1 is no file marker: rejected, saying so.
+    assert "BOM" in rejects(line("itm_1") + b"\xef\xbb\xbf" + line("itm_2"))[2].reason
+
+
+def test_an_over_long_line_is_rejected_and_reading_goes_on() -> None:
+    long = b'{"id": "itm_long", "body": "' + b"x" * (MAX_LINE_BYTES + 10) + b'"}\n'
+    entries = list(read_lines(io.BytesIO(line("itm_1") + long + line("itm_2"))))
+    assert [n for n, _ in entries] == [1, 2, 3]
+    [(_, rej)] = [(n, e) for n, e in entries if isinstance(e, Rejection)]
+    assert rej.line == 2 and "longer than" in rej.reason
+    assert rej.text is not None and len(rej.text) < MAX_LINE_BYTES  # a prefix is kept
+
+
+def test_text_streams_still_work() -> None:
+    got = list(read_lines(io.StringIO('\ufeff{"id": "itm_1", "workspace": "w", "title": "t"}\n')))
+    assert [e.id for _, e in got] == ["itm_1"]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "SULI_BACKEND": "embedded",
+        "SULI_EMBEDDED_PATH": str(tmp_path / "suli.db"),
+        "SULI_EMBEDDER": "fake",
+        "SULI_HOME": str(tmp_path / "home"),
+    }
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_suli_index_rejects_bad_lines_and_indexes_the_rest(
+    source: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(mixed_file())
+    rejects_path = tmp_path / "bad.jsonl"
+    args = ["index", str(path) if source == "file" else "-", "--rejects", str(rejects_path)]
+    run = CliRunner().invoke(
+        cli, [*args, "--json"], env=env, input=mixed_file() if source == "stdin" else None
+    )
+    assert run.exit_code == 1, run.output  # some lines were rejected
+    body = json.loads(run.stdout)
+    assert (body["read"], body["indexed"], body["rejected"]) == (8, 3, 5)
+    written = [json.loads(x) for x in rejects_path.read_text().splitlines()]
+    assert [r["line"] for r in written] == [2, 4, 5, 6, 7]
+    assert all(set(r) == {"line", "id", "reason", "text"} for r in written)
+    assert written[3]["text"] == "   {oops"
+    # The rejected line is kept as read: it parses back to what was sent.
+    assert json.loads(written[4]["text"])["url"] == "javascript:alert(1)"
+
+
+def test_limits_are_what_the_docs_say() -> None:
+    assert (MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES) == (16, 65_536)
