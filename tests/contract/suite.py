@@ -13,6 +13,7 @@ from typing import ClassVar
 import pytest
 
 from .helpers import MakeSearcher
+from .rules_answers import AnswerRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_property import PropertyRules
 from .rules_ranking import FilteredKnnRules, FusionRules, KeepRules, OutcomeRules
@@ -33,6 +34,7 @@ class BackendContract(
     RelatedRules,
     BadInputRules,
     PropertyRules,
+    AnswerRules,
 ):
     """The shared suite; subclasses override `make_searcher` (class scope: worlds are shared read-only)."""
 
