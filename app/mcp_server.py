@@ -207,6 +207,7 @@ SEARCH_ARGS = (
     "limit",
     "max_results",
     "cursor",
+    "facets",
 )
 RELATED_ARGS = ("item_id", "title", "spec", "references", "limit", "max_results")
 
@@ -268,6 +269,13 @@ def build_server(access: Access) -> MCPServer:
                 "same query and filters with it."
             ),
         ] = None,
+        facets: Annotated[
+            bool,
+            Field(
+                description="Also return `facets`: per filter, its values with counts over the "
+                "matches (to pick a filter for a next call)."
+            ),
+        ] = False,
     ) -> Annotated[CallToolResult, ToolSearchOut]:
         """Search the work library by words and meaning; with no words, browse newest first.
 
@@ -302,6 +310,7 @@ def build_server(access: Access) -> MCPServer:
             "limit": limit,
             "max_results": max_results,
             "cursor": cursor,
+            "facets": facets,
         }
         return await library_search_impl(access, ctx, args)
 

@@ -179,6 +179,13 @@ def render_text(heading: str, body: Mapping[str, Any]) -> str:
         lines.append(
             "No visible item matches. Try other words, fewer filters or no query (browse)."
         )
+    if body.get("facets"):
+        lines.append(f"facets over the {body['facets']['total']} matches:")
+        for name, values in body["facets"]["facets"].items():
+            if values:
+                more = " (and more)" if body["facets"]["more"].get(name) else ""
+                listed = ", ".join(f"{v['value']} ({v['count']})" for v in values)
+                lines.append(f"  {name}: {listed}{more}")
     degraded = "; ".join(f"{d['leg']} ({d['reason']})" for d in body["degraded"]) or "no"
     lines.append(f"degraded: {degraded}")
     lines.append(f"truncated: {'yes' if body['truncated'] else 'no'}")
