@@ -143,7 +143,13 @@ async def library_search_impl(access: Access, ctx: Context, args: dict[str, Any]
         resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)
     except SuliError as e:
         return failure(e)
-    body = tool_body(resp, cap, notes, settings.max_response_bytes)
+    body = tool_body(
+        resp,
+        cap,
+        notes,
+        settings.max_response_bytes,
+        lambda offset: searcher.cursor_at(principal.id, req, offset),
+    )
     access.record("mcp:library_search", body)
     heading = (
         f"library_search {req.query!r}" if req.query else "library_search (browse, newest first)"
@@ -200,6 +206,8 @@ SEARCH_ARGS = (
     "regex",
     "limit",
     "max_results",
+    "cursor",
+    "facets",
 )
 RELATED_ARGS = ("item_id", "title", "spec", "references", "limit", "max_results")
 
@@ -254,6 +262,20 @@ def build_server(access: Access) -> MCPServer:
         ] = None,
         limit: Limit = None,
         max_results: MaxResults = None,
+        cursor: Annotated[
+            str | None,
+            Field(
+                description="The `next` of the previous answer, to get its next page; send the "
+                "same query and filters with it."
+            ),
+        ] = None,
+        facets: Annotated[
+            bool,
+            Field(
+                description="Also return `facets`: per filter, its values with counts over the "
+                "matches (to pick a filter for a next call)."
+            ),
+        ] = False,
     ) -> Annotated[CallToolResult, ToolSearchOut]:
         """Search the work library by words and meaning; with no words, browse newest first.
 
@@ -268,9 +290,10 @@ def build_server(access: Access) -> MCPServer:
 
         Returns up to `limit` results (default 10, at most 25). Each has id, title, kind,
         outcome, scope (workspace, board or personal), snippet (matched words in <mark>), url,
-        superseded_by and provenance. `has_more` says more matched than were returned; `notes`
-        explain which cap applied; `degraded` names a search leg that failed (results may then
-        miss meaning-only matches). Call library_related with an id to find connected work.
+        superseded_by and provenance. `total` counts every visible match (`total_relation`
+        "gte": at least that many); `has_more` says a next page exists: call again with
+        `cursor` set to `next`. `notes` explain which cap applied; `degraded` names a search
+        leg that failed (results may then miss meaning-only matches). Call library_related with an id to find connected work.
         """
         args = {
             "query": query,
@@ -286,6 +309,8 @@ def build_server(access: Access) -> MCPServer:
             "regex": regex,
             "limit": limit,
             "max_results": max_results,
+            "cursor": cursor,
+            "facets": facets,
         }
         return await library_search_impl(access, ctx, args)
 

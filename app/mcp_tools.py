@@ -16,7 +16,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from app.errors import error_body
-from app.respond import fit
+from app.respond import CursorAt, fit
 from app.schemas import SearchOut
 from suli.errors import (
     BackendUnavailable,
@@ -59,7 +59,7 @@ class ToolSearchOut(SearchOut):
 
     limit: int = Field(description="The cap that applied (the tighter of limit and max_results).")
     has_more: bool = Field(
-        description="More visible matches exist than were returned: raise the limit or narrow."
+        description="A next page exists: call library_search again with cursor set to `next`."
     )
     notes: list[str] = Field(
         description="Plain-language notes on the cap, truncation, degraded legs."
@@ -105,19 +105,34 @@ def pick_limit(limit: int | None, max_results: int | None) -> tuple[int, list[st
     return cap, notes
 
 
-def tool_body(resp: SearchResponse, cap: int, notes: list[str], max_bytes: int) -> dict[str, Any]:
+def tool_body(
+    resp: SearchResponse,
+    cap: int,
+    notes: list[str],
+    max_bytes: int,
+    cursor_at: CursorAt | None = None,
+) -> dict[str, Any]:
     """The structured result: the HTTP search body (same fit to size) plus cap, has_more, notes."""
-    body = fit(response_json(resp), max_bytes)
+    body = fit(response_json(resp), max_bytes, cursor_at)
     shown = len(body["results"])
     notes = list(notes)
     if body["truncated"]:
         notes.append(
             f"Cut to {shown} results to fit the response size; ask for fewer or narrow the filters."
         )
-    has_more = body["total"] > shown
-    if has_more and not body["truncated"]:
-        more = "narrow the filters" if cap >= MAX_LIMIT else f"raise limit (up to {MAX_LIMIT})"
-        notes.append(f"Showing {shown} of {body['total']} matches; {more} to see others.")
+    has_more = body["has_more"]
+    first = body["offset"] + 1
+    of = ("at least " if body["total_relation"] == "gte" else "") + str(body["total"])
+    if has_more and body["next"]:
+        notes.append(
+            f"Showing results {first}-{first + shown - 1} of {of} matches; "
+            "pass cursor=<next> (same query and filters) for the next page."
+        )
+    elif body["total"] > body["offset"] + shown and shown:
+        notes.append(
+            f"Showing results {first}-{first + shown - 1} of {of} matches; the rest lie past "
+            "the ranked candidates: add words or filters to reach them."
+        )
     for d in body["degraded"]:
         notes.append(
             f"Degraded: the {d['leg']} search failed ({d['reason']}); results may miss some."
@@ -151,18 +166,26 @@ def _result_lines(n: int, r: Mapping[str, Any]) -> list[str]:
 def render_text(heading: str, body: Mapping[str, Any]) -> str:
     """The text content for the model: every fact of the structured body, one result a block."""
     results = body["results"]
-    more = "; more available" if body["has_more"] else ""
+    more = f"; next page: cursor={body['next']}" if body["has_more"] and body["next"] else ""
+    of = ("at least " if body["total_relation"] == "gte" else "") + str(body["total"])
     lines = [
-        f"{heading}: {len(results)} result(s) of {body['total']} visible match(es) "
+        f"{heading}: {len(results)} result(s) of {of} visible match(es) "
         f"(limit {body['limit']}{more})."
     ]
     lines += [f"Note: {note}" for note in body["notes"]]
-    for n, r in enumerate(results, 1):
+    for n, r in enumerate(results, body["offset"] + 1):
         lines += _result_lines(n, r)
     if not results:
         lines.append(
             "No visible item matches. Try other words, fewer filters or no query (browse)."
         )
+    if body.get("facets"):
+        lines.append(f"facets over the {body['facets']['total']} matches:")
+        for name, values in body["facets"]["facets"].items():
+            if values:
+                more = " (and more)" if body["facets"]["more"].get(name) else ""
+                listed = ", ".join(f"{v['value']} ({v['count']})" for v in values)
+                lines.append(f"  {name}: {listed}{more}")
     degraded = "; ".join(f"{d['leg']} ({d['reason']})" for d in body["degraded"]) or "no"
     lines.append(f"degraded: {degraded}")
     lines.append(f"truncated: {'yes' if body['truncated'] else 'no'}")

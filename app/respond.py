@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import Response
@@ -19,22 +20,33 @@ def _size(body: dict[str, Any]) -> int:
     )
 
 
-def fit(body: dict[str, Any], max_bytes: int) -> dict[str, Any]:
-    """Drop the lowest-ranked results until the body fits max_bytes; say `truncated: true`."""
+CursorAt = Callable[[int], str]  # the cursor of the page starting at an offset
+
+
+def fit(body: dict[str, Any], max_bytes: int, cursor_at: CursorAt | None = None) -> dict[str, Any]:
+    """Drop the lowest-ranked results until the body fits max_bytes; say `truncated: true`.
+
+    With `cursor_at`, `next` then starts at the first dropped result: paging skips nothing."""
     if _size(body) <= max_bytes:
         return body
     results = list(body["results"])
     body = {**body, "truncated": True}
     while results and _size({**body, "results": results}) > max_bytes:
         results.pop()
+    if cursor_at is not None and len(results) < len(body["results"]) and "offset" in body:
+        body = {**body, "has_more": True, "next": cursor_at(body["offset"] + len(results))}
     return {**body, "results": results}
 
 
 def finish_search(
-    body: dict[str, Any], response: Response, runtime: Runtime, route: str
+    body: dict[str, Any],
+    response: Response,
+    runtime: Runtime,
+    route: str,
+    cursor_at: CursorAt | None = None,
 ) -> dict[str, Any]:
     """A search/related body: trimmed to size, timed in a header, counted in metrics."""
-    body = fit(body, runtime.settings.max_response_bytes)
+    body = fit(body, runtime.settings.max_response_bytes, cursor_at)
     timings = body["timings_ms"]
     response.headers["Server-Timing"] = server_timing(timings)
     runtime.metrics.observe_phases(route, timings)

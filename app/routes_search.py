@@ -49,6 +49,8 @@ def _request(p: SearchQuery | SearchBody, settings: Settings) -> SearchRequest:
         explain=p.explain,
         include_hidden=p.hidden,
         max_query_chars=settings.max_query_chars,
+        cursor=p.cursor,
+        facets=p.facets,
     )
 
 
@@ -64,7 +66,14 @@ async def _search(
     resp = await run_blocking(
         searcher.search, caller.principal, req, deadline, caller.acls, deadline=deadline
     )
-    return finish_search(response_json(resp), response, runtime, "/api/v1/search")
+    principal_id = caller.principal.id
+    return finish_search(
+        response_json(resp),
+        response,
+        runtime,
+        "/api/v1/search",
+        lambda offset: searcher.cursor_at(principal_id, req, offset),
+    )
 
 
 @router.get(
@@ -181,10 +190,11 @@ async def facets(
     runtime: RuntimeDep,
     response: Response,
 ) -> dict[str, Any]:
-    """Counts come only from items the caller can see."""
+    """Counts come only from items the caller can see; with `q`, only from what that search
+    matches (the set its `total` counts), so they add up to its results."""
     timer = Timer()
     req = search_request(
-        "",
+        params.q,
         kind=params.kind,
         outcome=params.outcome,
         board=params.board,
@@ -193,7 +203,13 @@ async def facets(
         tag=params.tag,
         since=params.since,
         until=params.until,
+        recent_days=params.recent_days,
+        regex=params.regex,
+        mode=params.mode,
         include_hidden=params.hidden,
+        max_query_chars=runtime.settings.max_query_chars,
     )
-    got = await run_blocking(searcher.facets, principal, req.filters, deadline=deadline)
+    got = await run_blocking(
+        lambda: searcher.facets(principal, req=req, deadline=deadline), deadline=deadline
+    )
     return timer.done(facets_json(got), response)

@@ -35,8 +35,19 @@ class _Filters(_In):
 
 
 class FacetsQuery(_Filters):
-    """Query parameters of GET /api/v1/facets; list filters repeat or use commas."""
+    """Query parameters of GET /api/v1/facets; list filters repeat or use commas.
 
+    With words (`q`), the counts are over what that search matches (the set `total` counts);
+    without, over every visible item passing the filters."""
+
+    q: str = Field("", description="Words; counts follow this search's matches.")
+    mode: Literal["hybrid", "text", "vector"] = "hybrid"
+    regex: str | None = Field(
+        None, max_length=200, description="Regular expression over title and body."
+    )
+    recent_days: int | None = Field(
+        None, ge=1, le=3650, description="Only items active in the last N days."
+    )
     kind: list[str] = Field(default_factory=list, description="artifact, work-record")
     outcome: list[str] = Field(default_factory=list)
     board: list[str] = Field(default_factory=list)
@@ -56,6 +67,14 @@ class _SearchOptions(BaseModel):
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     mode: Literal["hybrid", "text", "vector"] = "hybrid"
     explain: bool = Field(False, description="Add an explain block to each result.")
+    cursor: str | None = Field(
+        None,
+        max_length=512,
+        description="The `next` of the previous page: the same search, its next page.",
+    )
+    facets: bool = Field(
+        False, description="Also count filter values over this search's matches (`facets`)."
+    )
 
 
 class SearchQuery(FacetsQuery, _SearchOptions):
@@ -138,9 +157,37 @@ class DegradedOut(BaseModel):
     reason: str
 
 
+class FacetValue(BaseModel):
+    value: str
+    count: int
+
+
+class FacetsBody(BaseModel):
+    total: int = Field(description="Items counted: the same set as the search's `total`.")
+    facets: dict[str, list[FacetValue]] = Field(
+        description="Per filter, its values with counts, most first, up to 50."
+    )
+    more: dict[str, bool] = Field(description="A filter has values beyond the 50 listed.")
+
+
 class SearchOut(BaseModel):
     results: list[ResultOut]
-    total: int = Field(description="Visible matches (before the limit).")
+    total: int = Field(
+        description="Visible items matching the search (all of them, not only this page): "
+        "exact when total_relation is eq, a lower bound when gte."
+    )
+    total_relation: Literal["eq", "gte"] = Field(
+        description="eq: total is exact; gte: at least total (the engine could not count all)."
+    )
+    offset: int = Field(description="Position of the first result in the ranked list.")
+    has_more: bool = Field(description="A next page exists: send `next` as `cursor`.")
+    next: str | None = Field(
+        description="Opaque cursor of the next page (this caller, this search only)."
+    )
+    facets: FacetsBody | None = Field(None, description="With facets=true only.")
+    dropped: dict[str, int] | None = Field(
+        None, description="With explain only: hits left out, by reason."
+    )
     degraded: list[DegradedOut]
     truncated: bool = Field(description="Lowest-ranked results were cut to fit max_response_bytes.")
     rerank: str = Field(
@@ -181,14 +228,7 @@ class ItemOut(BaseModel):
     timings_ms: Timings
 
 
-class FacetValue(BaseModel):
-    value: str
-    count: int
-
-
-class FacetsOut(BaseModel):
-    total: int
-    facets: dict[str, list[FacetValue]]
+class FacetsOut(FacetsBody):
     timings_ms: Timings
 
 

@@ -167,11 +167,6 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
             return _to_signin(request)
         searcher, who = caller
         principal = who
-        facets = facets_json(
-            await run_blocking(searcher.facets, principal, None, deadline=deadline)
-        )
-        boards = {v["value"] for v in facets["facets"].get("board", [])}
-        labels = await run_blocking(_board_names, searcher, principal, boards, deadline=deadline)
         body, error, status = None, None, 200
         try:
             req = search_request(
@@ -179,8 +174,14 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
             )
             resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)
             body = response_json(resp)
+            facets = body["facets"]  # over this search's matches: the counts add up to it
         except InvalidInput as e:
             error, status = e, 422
+            facets = facets_json(
+                await run_blocking(searcher.facets, principal, None, deadline=deadline)
+            )
+        boards = {v["value"] for v in facets["facets"].get("board", [])}
+        labels = await run_blocking(_board_names, searcher, principal, boards, deadline=deadline)
     except SuliError as e:
         return _error_page(request, e, who)
     context = {
@@ -188,7 +189,8 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
         "form": form,
         "limits": LIMITS,
         "options": facet_options(facets["facets"], form, labels),
-        "visible_total": facets["total"],
+        "more_values": facets.get("more", {}),
+        "counted": facets["total"],
         "body": body,
         "error": error,
         "labels": labels,

@@ -91,6 +91,7 @@ class Form:
     until: str = ""
     limit: int = LIMITS[0]
     limit_raw: str = ""
+    cursor: str = ""  # the `next` of the page before: this page's position
 
     @classmethod
     def parse(cls, params: QueryParams) -> Form:
@@ -105,6 +106,7 @@ class Form:
             since=params.get("since", "").strip(),
             until=params.get("until", "").strip(),
             limit_raw=limit_raw,
+            cursor=params.get("cursor", "").strip(),
         )
         if limit_raw:
             try:
@@ -122,6 +124,8 @@ class Form:
             "since": self.since or None,
             "until": self.until or None,
             "limit": self.limit,
+            "cursor": self.cursor or None,
+            "facets": True,
         }
 
     @property
@@ -131,7 +135,8 @@ class Form:
         return n + bool(self.since) + bool(self.until)
 
     def url(self, **changes: Any) -> str:
-        """This form's search URL with some values changed (e.g. limit=25)."""
+        """This form's search URL with some values changed (e.g. limit=25, cursor=next);
+        a page position is kept only when given (a new limit starts again at page 1)."""
         pairs: list[tuple[str, str]] = [("q", self.q)] if self.q else []
         for k, vals in self.chosen.items():
             pairs += [(k, v) for v in vals]
@@ -141,6 +146,8 @@ class Form:
         limit = changes.get("limit", self.limit)
         if limit != LIMITS[0]:
             pairs.append(("limit", str(limit)))
+        if changes.get("cursor"):
+            pairs.append(("cursor", changes["cursor"]))
         return "/?" + urlencode(pairs) if pairs else "/"
 
 

@@ -21,6 +21,7 @@ from suli.errors import (
     SuliError,
     Unauthorized,
 )
+from suli.render import total_words
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,11 +85,14 @@ def human_snippet(snippet: str) -> str:
     return html.unescape(out)
 
 
-def print_results(body: dict[str, Any]) -> None:
+def print_results(body: dict[str, Any], page_hint: str = "") -> None:
+    """Results, then a footer on stderr: how many match (exact or "at least"), which part
+    this page shows, and how to get the next (`page_hint`)."""
     results = body["results"]
+    offset = body.get("offset", 0)
     if not results:
-        click.echo("No results.")
-    for n, r in enumerate(results, start=1):
+        click.echo("No results." if not offset else "No more results.")
+    for n, r in enumerate(results, start=offset + 1):
         badge = r["outcome"] or "-"
         click.echo(
             f"{n:>2}. {r['title']}  [{badge}] ({r['scope']}{': ' + r['board'] if r.get('board') else ''})"
@@ -115,8 +119,10 @@ def print_results(body: dict[str, Any]) -> None:
         extra.append("degraded: " + ", ".join(d["leg"] for d in body["degraded"]))
     if body.get("truncated"):
         extra.append("truncated")
+    shown = f"; showing {offset + 1}-{offset + len(results)}" if results else ""
+    more = f"; more: {page_hint}" if body.get("has_more") and page_hint else ""
     click.echo(
-        f"-- {body['total']} matches, {body['timings_ms'].get('total', 0):.0f} ms"
+        f"-- {total_words(body)}{shown}{more}, {body['timings_ms'].get('total', 0):.0f} ms"
         + (f" ({'; '.join(extra)})" if extra else ""),
         err=True,
     )

@@ -65,15 +65,30 @@ def search_params(query: str, flags: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def remote_search(url: str, token: str | None, query: str, flags: dict[str, Any]) -> dict[str, Any]:
-    """POST /api/v1/search on the service; its body, or the core error it reports."""
+def remote_search(
+    url: str, token: str | None, query: str, flags: dict[str, Any], page: int | None = None
+) -> dict[str, Any]:
+    """POST /api/v1/search on the service; its body, or the core error it reports.
+
+    `page` N follows the service's cursors N - 1 times (the API pages by cursor only)."""
     if not token:
         raise click.UsageError("--url needs --token (or SULI_TOKEN)")
+    if page is not None and (page < 1 or flags.get("cursor")):
+        raise InvalidInput("page: a whole number from 1, and not with --cursor", "page")
     endpoint = url.rstrip("/") + "/api/v1/search"
+    body = _post(endpoint, token, search_params(query, flags))
+    for _ in range((page or 1) - 1):
+        if not body["next"]:
+            return {**body, "results": [], "offset": body["offset"] + len(body["results"])}
+        body = _post(endpoint, token, search_params(query, {**flags, "cursor": body["next"]}))
+    return body
+
+
+def _post(endpoint: str, token: str, params: dict[str, Any]) -> dict[str, Any]:
     try:
         resp = httpx.post(
             endpoint,
-            json=search_params(query, flags),
+            json=params,
             headers={"Authorization": f"Bearer {token}"},
             timeout=TIMEOUT_S,
         )

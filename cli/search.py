@@ -32,6 +32,8 @@ from suli.validate import search_request
 )
 @click.option("--hidden", "include_hidden", is_flag=True, help="Include hidden items.")
 @click.option("--explain", is_flag=True, help="Show why each result ranks where it does.")
+@click.option("--page", type=int, help="Page number (1 = first; pages of --limit results).")
+@click.option("--cursor", help="The `next` of an earlier --json answer: its next page.")
 @click.option(
     "--as",
     "principal_id",
@@ -53,16 +55,26 @@ def search(
     **flags: Any,
 ) -> None:
     """Search items by words and meaning; no words browses newest first."""
+    query = " ".join(words)
+    page = flags.pop("page")
     if url:
-        body = remote_search(url, token, " ".join(words), flags)
-        emit_json(body) if as_json else print_results(body)
+        body = remote_search(url, token, query, flags, page=page)
+    else:
+        if not principal_id:
+            raise click.UsageError(
+                "Missing option '--as' (or search a service with --url/--token)."
+            )
+        req = search_request(query, **flags, page=page)
+        s = searcher(ctx)
+        body = response_json(s.search(s.principal(principal_id), req))
+    if as_json:
+        emit_json(body)
         return
-    if not principal_id:
-        raise click.UsageError("Missing option '--as' (or search a service with --url/--token).")
-    req = search_request(" ".join(words), **{k: v for k, v in flags.items()})
-    s = searcher(ctx)
-    body = response_json(s.search(s.principal(principal_id), req))
-    emit_json(body) if as_json else print_results(body)
+    hint = ""
+    if body["has_more"]:
+        n = body["offset"] // flags["limit"] + 2 if flags["limit"] else 2
+        hint = f"--page {n}" if not flags.get("cursor") else "--cursor from --json `next`"
+    print_results(body, hint)
 
 
 @click.command()
@@ -129,6 +141,11 @@ def related(
 
 
 @click.command()
+@click.argument("words", nargs=-1)
+@click.option(
+    "--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True
+)
+@click.option("--regex", help="Regular expression over title and body (case-insensitive).")
 @click.option("--kind")
 @click.option("--outcome")
 @click.option("--board")
@@ -141,15 +158,19 @@ def related(
 @json_option
 @click.pass_context
 @handle_errors
-def facets(ctx: click.Context, principal_id: str, as_json: bool, **flags: Any) -> None:
-    """Filter values you can see, with counts."""
-    req = search_request("", **flags)
+def facets(
+    ctx: click.Context, words: tuple[str, ...], principal_id: str, as_json: bool, **flags: Any
+) -> None:
+    """Filter values you can see, with counts; with WORDS, over what that search matches."""
+    query = " ".join(words)
+    req = search_request(query, **flags)
     s = searcher(ctx)
-    body = facets_json(s.facets(s.principal(principal_id), req.filters))
+    body = facets_json(s.facets(s.principal(principal_id), req=req))
     if as_json:
         emit_json(body)
         return
-    click.echo(f"{body['total']} visible items")
+    click.echo(f"{body['total']} matching items" if query else f"{body['total']} visible items")
     for name, values in body["facets"].items():
-        shown = ", ".join(f"{v['value']} ({v['count']})" for v in values[:15]) or "-"
-        click.echo(f"  {name}: {shown}")
+        shown = ", ".join(f"{v['value']} ({v['count']})" for v in values) or "-"
+        more = " (and more: narrow the search to see them)" if body["more"].get(name) else ""
+        click.echo(f"  {name}: {shown}{more}")

@@ -109,6 +109,9 @@ class SearchRequest:
     mode: Mode = "hybrid"
     regex: str | None = None
     explain: bool = False
+    cursor: str | None = None  # a `next` token of an earlier page of this same search
+    offset: int = 0  # where the page starts in the ranked list (local callers; else cursor)
+    facets: bool = False  # also count facet values over this search's matches
 
 
 @dataclass(frozen=True)
@@ -152,10 +155,27 @@ class Degraded:
 
 
 @dataclass(frozen=True)
+class FacetCounts:
+    """Facet values with counts over a set of visible items; see docs/decisions.md."""
+
+    total: int
+    values: dict[str, list[tuple[str, int]]]  # facet name -> [(value, count)], most first
+    more: dict[str, bool] = field(default_factory=dict)  # name -> values beyond the cap exist
+
+
+@dataclass(frozen=True)
 class SearchResponse:
     results: tuple[Result, ...]
-    total: int  # visible candidates that passed the gates (never counts invisible items)
+    # Visible items matching the search (never counts invisible items); exact when
+    # total_relation is "eq", a lower bound when "gte" (docs/decisions.md, "Search answers").
+    total: int
     timings_ms: dict[str, float]
     degraded: tuple[Degraded, ...] = ()
     truncated: bool = False
     rerank: str = "off"
+    total_relation: Literal["eq", "gte"] = "eq"
+    offset: int = 0  # position of the first result in the ranked list
+    has_more: bool = False  # a next page exists (within the candidate depth)
+    next: str | None = None  # the cursor of the next page
+    facets: FacetCounts | None = None
+    dropped: dict[str, int] | None = None  # explain: hits left out, by reason

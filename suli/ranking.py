@@ -27,16 +27,23 @@ WORD_MATCH = KeepDecision(True, "word-match")
 NO_LEG = KeepDecision(False, "no-leg")
 MEANING_WITHIN = KeepDecision(True, "meaning-within-margin")
 MEANING_BELOW = KeepDecision(False, "meaning-below-margin")
+MEANING_BELOW_FLOOR = KeepDecision(False, "meaning-below-floor")
 NO_GATES = KeepDecision(True, "no-gates")
 
 
-def keep(fused: Fused, best_similarity: float | None, margin: float) -> KeepDecision:
-    """DESIGN 3.4: a word match is always kept; a meaning-only match only near the best one."""
+def keep(
+    fused: Fused, best_similarity: float | None, margin: float, floor: float = -1.0
+) -> KeepDecision:
+    """DESIGN 3.4: a word match is always kept; a meaning-only match only near the best one
+    and above an absolute floor (without it, a query that means nothing keeps whatever is
+    least far: the margin is relative to a best hit that may itself be noise)."""
     if "text" in fused.legs:
         return WORD_MATCH
     vec = fused.legs.get("vector")
     if vec is None or best_similarity is None:
         return NO_LEG
+    if vec.score < floor:
+        return MEANING_BELOW_FLOOR
     return MEANING_WITHIN if vec.score >= best_similarity - margin else MEANING_BELOW
 
 
@@ -60,10 +67,14 @@ def rank(
     margin: float,
     outcome_weights: Mapping[str, float],
     gates: bool = True,
+    floor: float = -1.0,
+    dropped: dict[str, int] | None = None,
 ) -> list[Ranked]:
-    """Fuse both legs, drop meaning-only matches far from the best, weigh by outcome, sort.
+    """Fuse both legs, drop meaning-only matches far from the best or below the floor, weigh
+    by outcome, sort.
 
     `vector` scores are cosine similarities, best first; `outcomes` maps id -> outcome.
+    `dropped`, when given, counts the dropped hits by reason (for explain).
     """
     fused = rrf(
         {"text": text, "vector": vector},
@@ -73,8 +84,10 @@ def rank(
     best = vector[0][1] if vector else None
     out: list[Ranked] = []
     for f in fused:
-        decision = keep(f, best, margin) if gates else NO_GATES
+        decision = keep(f, best, margin, floor) if gates else NO_GATES
         if not decision.kept:
+            if dropped is not None:
+                dropped[decision.reason] = dropped.get(decision.reason, 0) + 1
             continue
         w = outcome_weight(outcomes.get(f.id), outcome_weights)
         out.append(Ranked(f.id, f.rrf * w, f, decision.reason, w))

@@ -36,14 +36,30 @@ def result_json(r: Result) -> dict[str, Any]:
 
 
 def response_json(resp: SearchResponse) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "results": [result_json(r) for r in resp.results],
         "total": resp.total,
+        "total_relation": resp.total_relation,
+        "offset": resp.offset,
+        "has_more": resp.has_more,
+        "next": resp.next,
         "degraded": [{"leg": d.leg, "reason": d.reason} for d in resp.degraded],
         "truncated": resp.truncated,
         "rerank": resp.rerank,
         "timings_ms": resp.timings_ms,
     }
+    if resp.facets is not None:
+        out["facets"] = facets_json(resp.facets)
+    if resp.dropped is not None:
+        out["dropped"] = dict(resp.dropped)
+    return out
+
+
+def total_words(body: dict[str, Any]) -> str:
+    """`total` as a person reads it: "12 matches", "at least 100 matches"."""
+    n = body["total"]
+    noun = "match" if n == 1 else "matches"
+    return f"at least {n} {noun}" if body.get("total_relation") == "gte" else f"{n} {noun}"
 
 
 def item_json(item: Item, superseded_by: str | None) -> dict[str, Any]:
@@ -79,4 +95,5 @@ def facets_json(f: Facets) -> dict[str, Any]:
     return {
         "total": f.total,
         "facets": {k: [{"value": v, "count": c} for v, c in vals] for k, vals in f.values.items()},
+        "more": {k: bool(f.more.get(k)) for k in f.values},
     }

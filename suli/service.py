@@ -6,9 +6,10 @@ import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
-from suli.backends.base import Backend, Facets, Hit, LegQuery, LegResults
+from suli import cursor as cursors
+from suli.backends.base import FACET_CAP, Backend, Facets, Hit, LegQuery, LegResults, MatchSet
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import (
@@ -22,7 +23,7 @@ from suli.models import (
     SearchRequest,
     SearchResponse,
 )
-from suli.ranking import rank
+from suli.ranking import Ranked, rank
 from suli.settings import Settings
 from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
@@ -105,6 +106,7 @@ class Searcher:
         self.embedder = embedder
         self.settings = settings
         self.reranker = reranker
+        self._cursor_secret: bytes | None = None
 
     # ---- who may see what ----------------------------------------------------------------
 
@@ -148,17 +150,67 @@ class Searcher:
     def _browse(
         self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases
     ) -> SearchResponse:
-        """No words: the same filters, newest last activity first."""
+        """No words: the same filters, newest last activity first; pages up to the depth."""
+        offset = self._offset(vis, req)
+        depth = self.settings.candidate_depth
+        want = max(0, min(req.limit, depth - offset))
         items, total = ph.run(
             "browse",
             lambda: self.backend.browse(
-                vis, req.filters, req.limit, deadline.remaining(), req.regex
+                vis, req.filters, offset + want, deadline.remaining(), req.regex
             ),
         )
-        results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in items]
+        page = items[offset:]
+        results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in page]
         results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
+        facets = None
+        if req.facets:
+            match = MatchSet(regex=req.regex, every=True)
+            facets = ph.run("facets", lambda: self._facets(vis, req.filters, match, deadline))
         rerank = "skipped-browse" if self.reranker is not None else "off"
-        return SearchResponse(tuple(results), total, ph.done(), rerank=rerank)
+        return self._paged(
+            vis,
+            req,
+            SearchResponse(tuple(results), total, ph.done(), rerank=rerank, facets=facets),
+            offset,
+            min(total, depth),
+        )
+
+    # ---- paging ----------------------------------------------------------------------------
+
+    def _secret(self) -> bytes:
+        if self._cursor_secret is None:
+            self._cursor_secret = cursors.secret_for(self.settings)
+        return self._cursor_secret
+
+    def _offset(self, vis: Visibility, req: SearchRequest) -> int:
+        """Where this page starts: the cursor's offset (checked) or the request's own."""
+        if req.cursor:
+            return cursors.read(self._secret(), req.cursor, vis.principal_id, req)
+        return req.offset
+
+    def cursor_at(self, principal_id: str, req: SearchRequest, offset: int) -> str:
+        """The cursor of the page that starts at `offset` of this search, for this caller."""
+        return cursors.make(self._secret(), principal_id, req, offset)
+
+    def _paged(
+        self, vis: Visibility, req: SearchRequest, resp: SearchResponse, offset: int, listed: int
+    ) -> SearchResponse:
+        """`listed`: how many ranked results can be paged through (at most the depth)."""
+        end = offset + len(resp.results)
+        has_more = end < listed
+        nxt = self.cursor_at(vis.principal_id, req, end) if has_more else None
+        return replace(resp, offset=offset, has_more=has_more, next=nxt)
+
+    def _facets(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        match: MatchSet,
+        deadline: Deadline,
+        cap: int = FACET_CAP,
+    ) -> Facets:
+        return self.backend.facets(vis, filters, match, cap, deadline.remaining())
 
     def _embed_query(
         self,
@@ -237,6 +289,7 @@ class Searcher:
         for h in (*legs.vector, *legs.text):  # text last: its hit carries the highlights
             items[h.id] = h
         highlights = {h.id: h.highlights for h in legs.text}
+        dropped: dict[str, int] | None = {} if req.explain else None
         scored = rank(
             [(h.id, h.score) for h in legs.text],
             [(h.id, h.score) for h in legs.vector],
@@ -246,6 +299,8 @@ class Searcher:
             vector_weight=s.vector_weight,
             margin=s.meaning_margin,
             outcome_weights=s.outcome_weights,
+            floor=s.meaning_floor,
+            dropped=dropped,
         )
         ph.ms["fuse"] = round((time.perf_counter() - t0) * 1000, 3)
 
@@ -257,15 +312,16 @@ class Searcher:
 
         preferred = [it for it in prefer if it.id not in exclude]
         pref_ids = {it.id for it in preferred}
+        offset = self._offset(vis, req)
         kept = "direct-reference" if req.explain else None
-        results: list[Result] = [
-            self._result(it, 0.0, clip(it.body or it.caption), None, kept=kept)
-            for it in preferred[: req.limit]
-        ]
-        for item_id in ranked_ids:
-            if len(results) >= req.limit:
-                break
-            if item_id in pref_ids:
+        # Direct references (related only) lead the list; a search has none.
+        listed = [*(it.id for it in preferred), *(i for i in ranked_ids if i not in pref_ids)]
+        pref_by_id = {it.id: it for it in preferred}
+        results: list[Result] = []
+        for item_id in listed[offset : offset + req.limit]:
+            if item_id in pref_by_id:
+                it = pref_by_id[item_id]
+                results.append(self._result(it, 0.0, clip(it.body or it.caption), None, kept=kept))
                 continue
             r = by_id[item_id]
             score, f, reason, w = r.score, r.fused, r.kept, r.weight
@@ -288,10 +344,70 @@ class Searcher:
                 )
             results.append(self._result(hit.item, score, snippet, explain))
         results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
-        total = len(scored) + len([i for i in preferred if i.id not in by_id])
-        return SearchResponse(
-            tuple(results), total, ph.done(), tuple(degraded), rerank=rerank_status
+        counted = ph.run(
+            "count",
+            lambda: self._count(vis, req, query, legs, scored, filters, deadline),
         )
+        total, relation, facets = counted
+        total += len([i for i in preferred if i.id not in by_id])
+        resp = SearchResponse(
+            tuple(results),
+            total,
+            ph.done(),
+            tuple(degraded),
+            rerank=rerank_status,
+            total_relation=relation,
+            facets=facets,
+            dropped=dropped,
+        )
+        return self._paged(vis, req, resp, offset, len(listed))
+
+    def _count(
+        self,
+        vis: Visibility,
+        req: SearchRequest,
+        query: LegQuery,
+        legs: LegResults,
+        scored: Sequence[Ranked],
+        filters: Filters,
+        deadline: Deadline,
+    ) -> tuple[int, Literal["eq", "gte"], Facets | None]:
+        """`total` (docs/decisions.md, "Search answers"): the visible items the words match
+        under the filters, all of them, plus the kept meaning-only hits that are not word
+        matches; "gte" where the engine could not count, and the facets over the same set."""
+        s = self.settings
+        meaning_only = tuple(r.id for r in scored if "text" not in r.fused.legs)
+        # A vector leg cut at depth whose last hit still passes the gates may hold more.
+        vector_cut = False
+        if query.vector is not None and len(legs.vector) >= query.depth and legs.vector:
+            best, last = legs.vector[0].score, legs.vector[-1].score
+            vector_cut = last >= s.meaning_floor and last >= best - s.meaning_margin
+        text_counted = (
+            query.text is not None and "text" not in legs.errors and legs.text_total is not None
+        )
+        vector_lost = query.vector is None and req.mode != "text"  # embedder failed: degraded
+        relation: Literal["eq", "gte"] = (
+            "gte" if vector_cut or vector_lost or "vector" in legs.errors else "eq"
+        )
+        if query.text is not None and text_counted:
+            match = MatchSet(query.text, query.text_fields, query.regex, meaning_only)
+        else:
+            # No word leg (vector mode) or one that failed: count what was found.
+            match = MatchSet(regex=query.regex, ids=tuple(r.id for r in scored))
+            if query.text is not None:
+                relation = "gte"
+        facets = None
+        if req.facets:
+            facets = self._facets(vis, filters, match, deadline)
+            return facets.total, relation, facets
+        if not text_counted:
+            return len(scored), relation, None
+        assert legs.text_total is not None
+        if legs.text_total > len(legs.text) and meaning_only:
+            # The word leg was cut at depth: a meaning-only hit may be a word match further
+            # down. The engine counts the union exactly.
+            return self._facets(vis, filters, match, deadline, cap=0).total, relation, None
+        return legs.text_total + len(meaning_only), relation, None
 
     def _rerank(
         self,
@@ -382,8 +498,26 @@ class Searcher:
         got = replace(got, superseded_by=res.superseded_by, references=refs)
         return got, res
 
-    def facets(self, principal: Principal, filters: Filters | None = None) -> Facets:
-        return self.backend.facets(self.visibility(principal), filters or Filters())
+    def facets(
+        self,
+        principal: Principal,
+        filters: Filters | None = None,
+        req: SearchRequest | None = None,
+        deadline: Deadline | None = None,
+    ) -> Facets:
+        """Facet values over what a search matches (`req`), or over every visible item passing
+        `filters`; the same set `total` counts, so counts add up to the results list."""
+        if req is not None and words(req.query):
+            resp = self.search(
+                principal, replace(req, facets=True, cursor=None, offset=0), deadline
+            )
+            assert resp.facets is not None
+            return resp.facets
+        deadline = deadline or Deadline(self.settings.deadline_s)
+        if req is not None:
+            filters = req.filters
+        match = MatchSet(regex=req.regex if req else None, every=True)
+        return self._facets(self.visibility(principal), filters or Filters(), match, deadline)
 
     def related(
         self,
@@ -434,4 +568,5 @@ class Searcher:
             # The same check as every other path: name a replacement only if it is visible.
             results = self._resolve_superseded(vis, results)
             return SearchResponse(tuple(results), len(prefer), ph.done())
-        return self._search(vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)
+        resp = self._search(vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)
+        return replace(resp, next=None)  # related has one page: no cursor to follow

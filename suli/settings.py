@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     candidate_depth: int = Field(default=100, ge=1, le=1000)
     # Tuned on NFCorpus dev: 0.3 cost no nDCG@10 there; 0.1 cost 0.003 and 0.05 of recall@100.
     meaning_margin: float = Field(default=0.3, ge=0, le=2)
+    # A meaning-only hit must also reach this cosine similarity: nonsense queries otherwise
+    # keep their least-bad neighbours (bench/floor.py: the nonsense set vs NFCorpus dev).
+    meaning_floor: float = Field(default=0.35, ge=-1, le=1)
     outcome_weights: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_OUTCOME_WEIGHTS))
 
     # Service
@@ -72,6 +75,9 @@ class Settings(BaseSettings):
     rerank_budget_s: float = Field(default=4.0, gt=0)
     embed_budget_s: float = Field(default=2.0, gt=0)  # past it the vector leg is degraded
     max_query_chars: int = Field(default=1000, ge=1)
+    # Signs paging cursors (HMAC-SHA256). Unset: made once and kept in <home>/cursor-secret;
+    # set it to one value on every replica behind a load balancer.
+    cursor_secret: SecretStr | None = None
 
     @field_validator("outcome_weights")
     @classmethod
@@ -94,6 +100,10 @@ class Settings(BaseSettings):
     @property
     def sqlite_path(self) -> Path:
         return self.embedded_path or self.home / "suli.db"
+
+    @property
+    def cursor_secret_path(self) -> Path:
+        return self.home / "cursor-secret"
 
     @property
     def vector_cache_path(self) -> Path:

@@ -301,8 +301,14 @@ def search_request(
     include_hidden: bool = False,
     max_query_chars: int = MAX_QUERY_CHARS,
     today: date | None = None,
+    cursor: str | None = None,
+    page: int | None = None,
+    facets: bool = False,
 ) -> SearchRequest:
-    """Validate loose search parameters from any edge into one SearchRequest."""
+    """Validate loose search parameters from any edge into one SearchRequest.
+
+    `cursor`: the `next` of an earlier page (checked by the Searcher against the caller and
+    the search); `page`: 1-based, for local callers (the CLI), not with a cursor."""
     q = (query or "").strip()
     if len(q) > max_query_chars:
         raise InvalidInput(f"query: at most {max_query_chars} characters", "query")
@@ -338,6 +344,15 @@ def search_request(
     if since_d and until_d and since_d > until_d:
         raise InvalidInput("since: must not be after until", "since")
     rx = _regex(regex) if regex else None
+    if cursor is not None and (not isinstance(cursor, str) or not cursor.strip()):
+        raise InvalidInput("cursor: must be the `next` value of an earlier page", "cursor")
+    offset = 0
+    if page is not None:
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise InvalidInput("page: must be a whole number from 1", "page")
+        if cursor:
+            raise InvalidInput("page: give either page or cursor, not both", "page")
+        offset = (page - 1) * limit
     return SearchRequest(
         query=q,
         filters=Filters(
@@ -355,4 +370,7 @@ def search_request(
         mode=mode,  # type: ignore[arg-type]
         regex=rx,
         explain=bool(explain),
+        cursor=cursor.strip() if cursor else None,
+        offset=offset,
+        facets=bool(facets),
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from suli.models import BoardAcl, Filters, Item, Principal
+from suli.models import BoardAcl, FacetCounts, Filters, Item, Principal
 from suli.visibility import Visibility
 
 TextFields = Literal["stemmed", "plain"]
@@ -78,6 +78,9 @@ class LegResults:
     vector: tuple[Hit, ...] = ()
     errors: dict[str, str] = field(default_factory=dict)  # leg -> reason, for degraded mode
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Exact count of the text leg's matches under the query's filters (all of them, not
+    # just the `depth` returned); None when the backend could not count.
+    text_total: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,21 @@ class BulkOutcome:
     missing: tuple[str, ...] = ()
 
 
+Facets = FacetCounts  # the core's type: a search response carries them too
+
+FACET_CAP = 50  # values per facet; `more` says when a facet has others
+
+
 @dataclass(frozen=True)
-class Facets:
-    total: int
-    values: dict[str, list[tuple[str, int]]]  # facet name -> [(value, count)], most first
+class MatchSet:
+    """The items a search matched, for counting and facets: the text leg's words under its
+    filters, plus the kept meaning-only hits by id (both under the same visibility)."""
+
+    text: str | None = None  # None: no word part
+    text_fields: TextFields = "stemmed"
+    regex: str | None = None  # applies to both parts, like a filter
+    ids: tuple[str, ...] = ()  # kept meaning-only hits, counted whether or not words match
+    every: bool = False  # browse: every item passing the filters and regex
 
 
 @dataclass(frozen=True)
@@ -131,7 +145,17 @@ class Backend(Protocol):
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]: ...
 
-    def facets(self, vis: Visibility, filters: Filters) -> Facets: ...
+    def facets(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        match: MatchSet | None = None,
+        cap: int = FACET_CAP,
+        timeout_s: float | None = None,
+    ) -> Facets:
+        """Exact count of the visible items passing filters (and `match`, when given) and,
+        unless cap is 0, up to `cap` values per facet with counts."""
+        ...
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         """Visible items whose references name item_id."""

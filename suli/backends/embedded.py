@@ -16,11 +16,13 @@ import numpy as np
 
 from suli.backends import embedded_sql as q
 from suli.backends.base import (
+    FACET_CAP,
     BulkOutcome,
     Facets,
     Hit,
     LegQuery,
     LegResults,
+    MatchSet,
     Session,
     TextFields,
 )
@@ -157,12 +159,16 @@ class EmbeddedBackend:
             q.compile_regex(query.regex)  # a bad pattern is the caller's error, not a failed leg
         text: tuple[Hit, ...] = ()
         vector: tuple[Hit, ...] = ()
+        text_total: int | None = None
         errors: dict[str, str] = {}
         timings: dict[str, float] = {}
         with self._tx(timeout_s=query.timeout_s) as c:
             if query.text is not None:
                 t0 = time.perf_counter()
                 text = self._text_leg(c, query, query.text)
+                text_total = len(text)
+                if len(text) >= query.depth:  # cut at depth: count every match
+                    text_total = self._count_text(c, query, query.text)
                 timings["text_took"] = round((time.perf_counter() - t0) * 1000, 3)
             if query.vector is not None:
                 t0 = time.perf_counter()
@@ -171,7 +177,21 @@ class EmbeddedBackend:
                 except ValueError as e:  # a malformed query vector fails this leg only
                     errors["vector"] = f"invalid query vector: {e}"
                 timings["vector_took"] = round((time.perf_counter() - t0) * 1000, 3)
-        return LegResults(text, vector, errors, timings)
+        return LegResults(text, vector, errors, timings, text_total)
+
+    def _count_text(self, c: sqlite3.Connection, query: LegQuery, text: str) -> int:
+        """All matches of the text leg under its filters (the leg itself stops at depth)."""
+        expr = q.match_expression(text, query.text_fields)
+        if expr is None:
+            return 0
+        table = q.FTS_TABLES[query.text_fields]
+        where, params = q.where(query.vis, query.filters, query.regex)
+        row = c.execute(
+            f"""SELECT count(*) FROM {table} f JOIN items i ON i.rowid = f.rowid
+                WHERE {table} MATCH ? AND {where}""",
+            [expr, *params],
+        ).fetchone()
+        return int(row[0])
 
     def _text_leg(self, c: sqlite3.Connection, query: LegQuery, text: str) -> tuple[Hit, ...]:
         expr = q.match_expression(text, query.text_fields)
@@ -343,14 +363,24 @@ class EmbeddedBackend:
         )
         return {r[0]: np.frombuffer(r[1], dtype=np.float32).tolist() for r in rows}
 
-    def facets(self, vis: Visibility, filters: Filters) -> Facets:
-        where, params = q.where(vis, filters)
-        with self._tx() as c:
+    def facets(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        match: MatchSet | None = None,
+        cap: int = FACET_CAP,
+        timeout_s: float | None = None,
+    ) -> Facets:
+        where, params = q.where(vis, filters, match.regex if match else None)
+        if match is not None:
+            where, params = q.match_where(where, params, match)
+        with self._tx(timeout_s=timeout_s) as c:
             gen = self._generation(c)
             got = self._cache.facets(
-                gen, (where, *params), lambda: q.count_facets(c, where, params)
+                gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
             )
-        return Facets(got.total, {name: list(vs) for name, vs in got.values.items()})
+        # A copy: the cached lists are shared by later calls.
+        return Facets(got.total, {k: list(v) for k, v in got.values.items()}, dict(got.more))
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         where, params = q.where(vis, Filters())

@@ -13,7 +13,7 @@ from typing import Any
 
 import re2
 
-from suli.backends.base import Facets, TextFields
+from suli.backends.base import FACET_CAP, Facets, MatchSet, TextFields
 from suli.errors import InvalidInput
 from suli.models import Filters, Item, Station
 from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
@@ -36,7 +36,6 @@ BM25_WEIGHTS = tuple(FIELD_WEIGHTS["tags" if c == "tags_text" else c] for c in F
 HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 # The facets of opensearch_bodies.FACET_FIELDS, in the same order.
 FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
-FACET_SIZE = 100  # as the terms aggregations of the OpenSearch backend
 SNIPPET_TOKENS = 24  # about the 160 characters of OpenSearch's fragment_size
 # Highlights are computed on this many leading characters of each field only: FTS5's own
 # snippet() scores a window per hit (quadratic in hits) in one SQLite step the deadline
@@ -435,8 +434,35 @@ def row_item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
 # ---- facets and writes ------------------------------------------------------------------------
 
 
-def count_facets(c: sqlite3.Connection, where: str, params: list[Any]) -> Facets:
-    """Facet values and counts of the items passing WHERE (items aliased `i`), most first."""
+def match_where(where: str, params: list[Any], match: MatchSet) -> tuple[str, list[Any]]:
+    """WHERE narrowed to the items a search matched (see MatchSet): words through the same
+    FTS table and MATCH expression as the text leg, or one of the kept meaning-only ids."""
+    if match.every:
+        return where, params
+    ors: list[str] = []
+    extra: list[Any] = []
+    expr = match_expression(match.text, match.text_fields) if match.text is not None else None
+    if expr is not None:
+        table = FTS_TABLES[match.text_fields]
+        ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
+        extra.append(expr)
+    if match.ids:
+        clause, ps = _in("i.id", match.ids)
+        ors.append(clause)
+        extra += ps
+    if not ors:
+        return f"{where} AND 0", params
+    return f"{where} AND ({' OR '.join(ors)})", [*params, *extra]
+
+
+def count_facets(
+    c: sqlite3.Connection, where: str, params: list[Any], cap: int = FACET_CAP
+) -> Facets:
+    """Facet values and counts of the items passing WHERE (items aliased `i`), most first:
+    up to `cap` per facet (`more` when there are others); cap 0 counts only."""
+    if not cap:
+        total = c.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
+        return Facets(total=int(total), values={})
     counts: dict[str, Counter[str]] = {name: Counter() for name in FACET_NAMES}
     # One pass over the visible rows for the one-valued fields: the distinct combinations
     # are few, and the covering index holds every column read.
@@ -458,11 +484,15 @@ def count_facets(c: sqlite3.Connection, where: str, params: list[Any]) -> Facets
     ):  # fmt: skip
         rows = c.execute(f"{sql} WHERE {where} GROUP BY 1", params).fetchall()
         counts[name].update(dict(rows))
-    values = {
-        name: sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:FACET_SIZE]
+    ordered = {
+        name: sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
         for name, counter in counts.items()
     }
-    return Facets(total=sum(n for *_, n in combos), values=values)
+    return Facets(
+        total=sum(n for *_, n in combos),
+        values={name: vs[:cap] for name, vs in ordered.items()},
+        more={name: len(vs) > cap for name, vs in ordered.items()},
+    )
 
 
 _UPSERT = (

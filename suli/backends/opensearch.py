@@ -25,7 +25,16 @@ from tenacity import (
 import mappings
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
-from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session
+from suli.backends.base import (
+    FACET_CAP,
+    BulkOutcome,
+    Facets,
+    Hit,
+    LegQuery,
+    LegResults,
+    MatchSet,
+    Session,
+)
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
@@ -219,7 +228,10 @@ class OpenSearchBackend:
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
-            legs.append(("text", bodies.text_leg(query, self.text_form)))
+            text_body = bodies.text_leg(query, self.text_form)
+            # Count every match, not just the `depth` returned: the answer's `total` is exact.
+            text_body["track_total_hits"] = True
+            legs.append(("text", text_body))
         if query.vector is not None:
             legs.append(("vector", bodies.vector_leg(query)))
         if not legs:
@@ -236,6 +248,7 @@ class OpenSearchBackend:
         resp = _wrap(lambda: self.client.msearch(body=lines, params=params), "search")
         took = (time.perf_counter() - t0) * 1000
         out: dict[str, list[Hit]] = {"text": [], "vector": []}
+        text_total: int | None = None
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
         responses = list(resp["responses"])
@@ -267,6 +280,10 @@ class OpenSearchBackend:
                 why = first.get("type", "error") if isinstance(first, dict) else str(first)
                 errors[leg] = f"{failed} of {shards.get('total', '?')} shards failed: {why}"
             timings[f"{leg}_took"] = float(r.get("took", 0))
+            total = r["hits"].get("total")
+            counted = isinstance(total, dict) and total.get("relation") == "eq"
+            if leg == "text" and leg not in errors and counted:
+                text_total = int(total["value"])
             for h in r["hits"]["hits"]:
                 score = float(h["_score"] or 0.0)
                 if leg == "vector":
@@ -275,7 +292,7 @@ class OpenSearchBackend:
                 src = h["_source"]
                 build = functools.partial(bodies.doc_to_item, src)
                 out[leg].append(Hit.deferred(src["id"], src.get("outcome"), score, hl, build))
-        return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings)
+        return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings, text_total)
 
     def _search(
         self,
@@ -325,13 +342,22 @@ class OpenSearchBackend:
         )
         return {h["_source"]["id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
 
-    def facets(self, vis: Visibility, filters: Filters) -> Facets:
-        r = self._search(bodies.facets_body(vis, filters), "facets")
-        values = {
-            name: [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
-            for name, agg in r["aggregations"].items()
-        }
-        return Facets(total=int(r["hits"]["total"]["value"]), values=values)
+    def facets(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        match: MatchSet | None = None,
+        cap: int = FACET_CAP,
+        timeout_s: float | None = None,
+    ) -> Facets:
+        body = bodies.facets_body(vis, filters, match, cap)
+        r = self._search(body, "facets", timeout_s=timeout_s)
+        values: dict[str, list[tuple[str, int]]] = {}
+        more: dict[str, bool] = {}
+        for name, agg in (r.get("aggregations") or {}).items():
+            buckets = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+            values[name], more[name] = buckets[:cap], len(buckets) > cap
+        return Facets(total=int(r["hits"]["total"]["value"]), values=values, more=more)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         r = self._search(bodies.referencing_body(vis, item_id, limit), "related")

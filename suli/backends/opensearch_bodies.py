@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from suli.backends.base import LegQuery, TextFields
+from suli.backends.base import FACET_CAP, LegQuery, MatchSet, TextFields
 from suli.models import Filters, Item, Station
 from suli.text import FIELD_WEIGHTS
 from suli.visibility import Visibility
@@ -260,13 +260,45 @@ FACET_FIELDS = {
 }
 
 
-def facets_body(vis: Visibility, filters: Filters) -> dict[str, Any]:
-    return {
-        "size": 0,
-        "track_total_hits": True,
-        "query": {"bool": {"filter": filter_clauses(vis, filters)}},
-        "aggs": {name: {"terms": {"field": f, "size": 100}} for name, f in FACET_FIELDS.items()},
-    }
+def match_clause(vis: Visibility, filters: Filters, match: MatchSet) -> dict[str, Any]:
+    """The items a search matched: the text leg's own query (so counts follow any change to
+    it) or, under the same filters, one of the kept meaning-only hits."""
+    if match.every:
+        return {"bool": {"filter": filter_clauses(vis, filters, match.regex)}}
+    should: list[dict[str, Any]] = []
+    if match.text is not None:
+        leg = LegQuery(vis, filters, match.text, None, 0, match.text_fields, match.regex)
+        should.append(text_leg(leg)["query"])
+    if match.ids:
+        should.append(
+            {
+                "bool": {
+                    "filter": [
+                        *filter_clauses(vis, filters, match.regex),
+                        {"terms": {"id": list(match.ids)}},
+                    ]
+                }
+            }
+        )
+    if not should:
+        return {"bool": {"must_not": [{"match_all": {}}]}}
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+def facets_body(
+    vis: Visibility, filters: Filters, match: MatchSet | None = None, cap: int = FACET_CAP
+) -> dict[str, Any]:
+    """An exact count and, unless cap is 0, cap + 1 values per facet (the extra one says
+    `more`). Every clause is a filter: nothing is scored."""
+    query: dict[str, Any] = {"bool": {"filter": filter_clauses(vis, filters)}}
+    if match is not None:
+        query = {"bool": {"filter": [match_clause(vis, filters, match)]}}
+    body: dict[str, Any] = {"size": 0, "track_total_hits": True, "query": query}
+    if cap:
+        body["aggs"] = {
+            name: {"terms": {"field": f, "size": cap + 1}} for name, f in FACET_FIELDS.items()
+        }
+    return body
 
 
 def referencing_body(vis: Visibility, item_id: str, limit: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from suli.models import KINDS, OUTCOMES, BoardAcl, Filters, Item, Principal
 from suli.render import facets_json, item_json, response_json
 from suli.service import Card
 from suli.text import ENGLISH_STOPWORDS, words
-from suli.validate import parse_item
+from suli.validate import parse_item, search_request
 from suli.visibility import can_see, visibility_for
 
 from .helpers import T0, MakeSearcher, World, expected_facets, facet_dict
@@ -170,8 +170,12 @@ class PropertyRules:
                 assert r.superseded_by == want, r.id
                 assert r.superseded == (bool(it.superseded_by) or it.outcome == "superseded"), r.id
 
-        # search, in the drawn mode (vector mode keeps every meaning match: margin 2)
-        searcher = shared.with_settings(meaning_margin=2.0) if sc.mode == "vector" else shared
+        # search, in the drawn mode (vector mode keeps every meaning match: margin 2, no floor)
+        searcher = (
+            shared.with_settings(meaning_margin=2.0, meaning_floor=-1.0)
+            if sc.mode == "vector"
+            else shared
+        )
         resp = searcher.search(
             who, sc.query, mode=sc.mode, include_hidden=sc.include_hidden, explain=True, limit=25
         )
@@ -184,6 +188,15 @@ class PropertyRules:
             assert _word_hits([by_id[i] for i in shown], sc.query) <= got
         assert not leaks(response_json(resp))
         check_superseded(resp.results)
+        # total, and facets over the search, count exactly the results (all on one page here)
+        if words(sc.query):
+            assert not resp.has_more and resp.next is None
+            assert (resp.total, resp.total_relation) == (len(got), "eq")
+            req = search_request(sc.query, mode=sc.mode, include_hidden=sc.include_hidden)
+            over = searcher.searcher.facets(who, req=req)
+            assert facet_dict(over) == expected_facets(by_id[i] for i in got)
+            assert over.total == len(got)
+            assert not leaks(facets_json(over))
 
         # browse: exactly the shown items, newest first
         browse = shared.search(who, "", include_hidden=sc.include_hidden, limit=25)

@@ -71,11 +71,11 @@ class FilteredKnnRules:
         assert sims == sorted(sims, reverse=True)  # nearest visible first
 
     def test_searcher_vector_mode_returns_every_visible_item(self, sparse: World) -> None:
-        wide = sparse.with_settings(candidate_depth=4, meaning_margin=2.0)
+        wide = sparse.with_settings(candidate_depth=4, meaning_margin=2.0, meaning_floor=-1.0)
         assert set(wide.ids("prn_o", "needle", mode="vector")) == set(
             self._visible(sparse, "prn_o")
         )
-        wide = sparse.with_settings(candidate_depth=10, meaning_margin=2.0)
+        wide = sparse.with_settings(candidate_depth=10, meaning_margin=2.0, meaning_floor=-1.0)
         assert set(wide.ids("prn_p", "needle", mode="vector", limit=25)) == set(
             self._visible(sparse, "prn_p")
         )

@@ -13,6 +13,7 @@ from typing import ClassVar
 import pytest
 
 from .helpers import MakeSearcher
+from .rules_answers import AnswerRules
 from .rules_bounded import BoundedWorkRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_property import PropertyRules
@@ -38,6 +39,7 @@ class BackendContract(
     TenantRules,
     ExplainRules,
     BoundedWorkRules,
+    AnswerRules,
 ):
     """The shared suite; subclasses override `make_searcher` (class scope: worlds are shared read-only)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -156,7 +157,7 @@ def test_keyboard_skip_link_and_slash_shortcut(page: Page, service: Service) -> 
 def test_empty_and_error_states(page: Page, service: Service) -> None:
     sign_in(page, service, "ana")
     page.goto(f"{service.url}/?q=deploy&outcome=abandoned")
-    expect(page.locator(".empty")).to_contain_text("Nothing you can see matches “deploy”")
+    expect(page.locator(".empty")).to_contain_text("No results for “deploy” with these filters")
     expect(page.get_by_role("link", name="Search again without filters")).to_be_visible()
     page.goto(f"{service.url}/?since=yesterday")
     expect(page.get_by_role("alert")).to_contain_text("since: expected a date YYYY-MM-DD")
@@ -181,3 +182,64 @@ def test_item_text_is_escaped_never_run(page: Page, service: Service) -> None:
     mine.locator(".result-title a").click()
     expect(page.locator(".item-body")).to_contain_text("<img src=x onerror=alert(1)>")
     assert page.locator("article img").count() == 0
+
+
+def test_nonsense_finds_nothing_and_says_so(page: Page, service: Service) -> None:
+    sign_in(page, service, "ana")
+    page.get_by_label("Search words").fill("zxqv plorbnak quuxifrage")
+    page.keyboard.press("Enter")
+    expect(page.locator(".summary")).to_contain_text("No results")
+    empty = page.locator(".empty")
+    expect(empty).to_contain_text("No results for “zxqv plorbnak quuxifrage”")
+    expect(empty.get_by_role("link", name="Browse the newest items")).to_be_visible()
+    expect(page.locator("li.result")).to_have_count(0)
+    expect(page.locator(".more-results")).to_have_count(0)
+
+
+def test_more_results_pages_through_the_ranked_list(
+    page: Page, service: Service, core: Searcher
+) -> None:
+    sign_in(page, service, "ana")
+    whole = core_ids(core, "ana", "deploy", limit=25)
+    assert len(whole) > 3
+    page.goto(f"{service.url}/?q=deploy&limit=3")
+    seen = result_ids(page)
+    assert seen == whole[:3]
+    expect(page.locator(".summary")).to_contain_text(f"Showing 3 of {len(whole)} matches")
+    while page.locator(".more-results").count():
+        page.get_by_role("link", name="More results").click()
+        expect(page).to_have_url(re.compile(r"cursor="))
+        got = result_ids(page)
+        assert got == core_ids(core, "ana", "deploy", limit=3, page=len(seen) // 3 + 1)
+        first = len(seen) + 1
+        expect(page.locator(".summary")).to_contain_text(f"Showing {first}–{first + len(got) - 1}")
+        seen += got
+    assert seen == whole  # every match once, in rank order: no repeats, no gaps
+
+
+def test_filter_counts_follow_the_query_and_ticked_filters(
+    page: Page, service: Service, core: Searcher
+) -> None:
+    sign_in(page, service, "ana")
+    page.goto(f"{service.url}/?q=deploy&limit=25")
+    resp = core.search(core.principal("prn_ana"), search_request("deploy", limit=25))
+    outcomes: dict[str, int] = {}
+    for r in resp.results:
+        if r.outcome:
+            outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
+    shown = page.locator("fieldset.facet").filter(has_text="Outcome").locator(".option")
+    on_page = {
+        o.locator(".option-label").inner_text(): int(
+            o.locator(".option-count").inner_text().split()[0]
+        )
+        for o in shown.all()
+    }
+    assert on_page == outcomes  # counts add up to the results list
+    expect(page.locator(".filters .hint").first).to_contain_text(
+        f"Counts are for the {resp.total} items this search matches"
+    )
+    # Ticking a value narrows the other counts to it.
+    page.get_by_role("checkbox", name=f"approved {outcomes['approved']} items").check()
+    page.get_by_role("button", name="Apply filters").click()
+    kinds = page.locator("fieldset.facet").filter(has_text="Kind").locator(".option-count")
+    assert sum(int(k.inner_text().split()[0]) for k in kinds.all()) == outcomes["approved"]

@@ -70,3 +70,17 @@ def test_user_text_is_never_query_syntax() -> None:
 
 def test_cosine_from_score() -> None:
     assert b.cosine_from_score(1.0) == 1.0 and b.cosine_from_score(0.5) == 0.0
+
+
+def test_facets_over_a_search_use_the_text_legs_own_query() -> None:
+    """Counts follow the text leg: its query (whatever it becomes) or a kept meaning-only id."""
+    match = b.MatchSet("deploy", "stemmed", None, ("itm_1", "itm_2"))
+    body = b.facets_body(VIS, FILTERS, match, cap=5)
+    [clause] = body["query"]["bool"]["filter"]
+    text, ids = clause["bool"]["should"]
+    assert text == b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 0))["query"]
+    assert ids["bool"]["filter"][:-1] == b.filter_clauses(VIS, FILTERS)
+    assert ids["bool"]["filter"][-1] == {"terms": {"id": ["itm_1", "itm_2"]}}
+    assert body["track_total_hits"] is True and body["size"] == 0
+    assert {a["terms"]["size"] for a in body["aggs"].values()} == {6}  # cap + 1: says "more"
+    assert "aggs" not in b.facets_body(VIS, FILTERS, match, cap=0)  # a count only

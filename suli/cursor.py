@@ -1,0 +1,115 @@
+"""Paging cursors: an opaque, signed position in one principal's ranked list for one search.
+
+A cursor is `base64url(payload).base64url(HMAC-SHA256(secret, payload))`. The payload binds the
+principal id, a digest of the normalised search (words, filters, mode, regex) and the offset, so
+a cursor made for another caller or another search, or edited by hand, is refused. It carries
+no visibility: the page is always computed again under the caller's current visibility.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from suli.errors import InvalidInput
+from suli.models import SearchRequest
+from suli.settings import Settings
+
+VERSION = 1
+MAX_CURSOR_CHARS = 512
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def search_digest(req: SearchRequest) -> str:
+    """What makes two requests the same search: case and spacing of words do not count
+    (both legs ignore them); limit, explain and the page position do not either."""
+    filters = asdict(req.filters)
+    shape: dict[str, Any] = {
+        "q": " ".join(req.query.casefold().split()),
+        "f": {k: sorted(v) if isinstance(v, tuple) else v for k, v in filters.items()},
+        "m": req.mode,
+        "r": req.regex,
+    }
+    raw = json.dumps(shape, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def make(secret: bytes, principal_id: str, req: SearchRequest, offset: int) -> str:
+    payload = json.dumps(
+        {"v": VERSION, "p": principal_id, "s": search_digest(req), "o": offset},
+        separators=(",", ":"),
+    ).encode()
+    sig = hmac.new(secret, payload, hashlib.sha256).digest()
+    return f"{_b64(payload)}.{_b64(sig)}"
+
+
+def read(secret: bytes, cursor: str, principal_id: str, req: SearchRequest) -> int:
+    """The offset a cursor stands for; InvalidInput naming `cursor` unless it is this caller's
+    cursor for this very search, unaltered."""
+    bad = InvalidInput("cursor: not a cursor of this search (start again from page 1)", "cursor")
+    if len(cursor) > MAX_CURSOR_CHARS or cursor.count(".") != 1:
+        raise bad
+    body, sig = cursor.split(".")
+    try:
+        payload, mac = _unb64(body), _unb64(sig)
+    except (binascii.Error, ValueError):
+        raise bad from None
+    if not hmac.compare_digest(mac, hmac.new(secret, payload, hashlib.sha256).digest()):
+        raise bad
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        raise bad from None
+    if (
+        not isinstance(data, dict)
+        or data.get("v") != VERSION
+        or data.get("p") != principal_id
+        or data.get("s") != search_digest(req)
+        or not isinstance(data.get("o"), int)
+        or data["o"] < 0
+    ):
+        raise bad
+    return int(data["o"])
+
+
+def secret_for(settings: Settings) -> bytes:
+    """The configured secret, else the one kept in the home directory (made on first use)."""
+    if settings.cursor_secret is not None:
+        return settings.cursor_secret.get_secret_value().encode()
+    return _stored_secret(settings.cursor_secret_path)
+
+
+def _stored_secret(path: Path) -> bytes:
+    try:
+        return bytes.fromhex(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_hex(32)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value + "\n")
+    try:
+        # link() never replaces: of two processes starting at once, one secret wins, whole.
+        os.link(tmp, path)
+    except FileExistsError:
+        return bytes.fromhex(path.read_text().strip())
+    finally:
+        tmp.unlink()
+    return bytes.fromhex(value)
