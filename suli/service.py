@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from suli.backends.base import Backend, Facets, Hit, LegQuery, LegResults
+from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import (
@@ -32,20 +33,6 @@ T = TypeVar("T")
 RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
 # Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
 _EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")
-
-
-class Deadline:
-    """A request's time budget; each phase checks it and passes the rest on to the backend."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise DeadlineExceeded(f"request exceeded its deadline of {self.seconds:g}s")
-        return left
 
 
 class Phases:
@@ -131,6 +118,16 @@ class Searcher:
     ) -> SearchResponse:
         """`acls`: the workspace's board ACLs when the caller read them already this request."""
         deadline = deadline or Deadline(self.settings.deadline_s)
+        with deadline.in_force():  # every backend call below ends by the deadline
+            return self._answer(principal, req, deadline, acls)
+
+    def _answer(
+        self,
+        principal: Principal,
+        req: SearchRequest,
+        deadline: Deadline,
+        acls: Sequence[BoardAcl] | None,
+    ) -> SearchResponse:
         ph = Phases()
         embedding = None
         if words(req.query) and req.mode != "text":
@@ -399,6 +396,18 @@ class Searcher:
         if not 1 <= limit <= 25:
             raise InvalidInput("limit: must be an integer from 1 to 25", "limit")
         deadline = deadline or Deadline(self.settings.deadline_s)
+        with deadline.in_force():  # every backend call below ends by the deadline
+            return self._related(principal, item_id, card, limit, explain, deadline)
+
+    def _related(
+        self,
+        principal: Principal,
+        item_id: str | None,
+        card: Card | None,
+        limit: int,
+        explain: bool,
+        deadline: Deadline,
+    ) -> SearchResponse:
         ph = Phases()
         vis = ph.run("acl", lambda: self.visibility(principal))
         assert isinstance(vis, Visibility)
