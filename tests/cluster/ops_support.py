@@ -134,6 +134,35 @@ def restart(cluster: devcluster.Cluster, i: int, extra: dict[str, object] | None
     cluster.wait_green(timeout=300)
 
 
+def index_health(
+    client: OpenSearch, name: str, status: set[str], nodes: int, timeout: float
+) -> dict[str, Any]:
+    """Poll this index's health (not the cluster's: other tests' indices may be red meanwhile)
+    until it has the status, the node count and no shard moving (green allows relocation)."""
+    deadline = time.monotonic() + timeout
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            health = client.cluster.health(index=name)
+            settled = health["relocating_shards"] == 0 and health["initializing_shards"] == 0
+            if health["status"] in status and health["number_of_nodes"] == nodes and settled:
+                return health
+        except Exception:  # a node is leaving or joining: ask again
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"index {name} not {status} with {nodes} nodes after {timeout}s: {health}")
+
+
+def primaries(client: OpenSearch, index: str) -> dict[str, int]:
+    """How many started primary shards of the index each node holds (from _cat/shards)."""
+    rows = client.cat.shards(index=index, format="json", h="prirep,state,node")
+    held: dict[str, int] = {}
+    for r in rows:
+        if r["prirep"] == "p" and r["state"] == "STARTED":
+            held[r["node"]] = held.get(r["node"], 0) + 1
+    return held
+
+
 def write_queue_sizes(urls: Sequence[str]) -> dict[str, int]:
     """Each node's write thread-pool queue size."""
     client = OpenSearch(hosts=list(urls), timeout=30)

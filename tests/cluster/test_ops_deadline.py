@@ -138,7 +138,7 @@ def test_a_failed_leg_is_asked_again_only_while_time_is_left(
     def msearch(*args: Any, **kw: Any) -> Any:
         out = real_msearch(*args, **kw)
         if slow.is_set():  # an answer that arrives just as the request's time is up
-            time.sleep(max(0.0, deadline.left()) + 0.01)
+            time.sleep(max(0.0, deadline.end - time.monotonic()) + 0.01)
         return out
 
     def search(*args: Any, **kw: Any) -> Any:
