@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 from ops_support import (
-    QueryLoop,
+    QueryClients,
     duplicate_ids,
     index_health,
     items,
+    latency_line,
     primaries,
     restart,
     seed,
@@ -47,6 +48,8 @@ TINY_NODE = 2  # n3
 KILLS = 5  # node losses per run of the mid-write test
 SEED = 1414  # its random victims' ties and kill moments: the same every run
 STREAM_RATE = 60  # lines per second streamed into the indexer
+QUERY_CLIENTS = 8  # concurrent query clients during a rolling restart
+WRITE_RATE = 20  # items per second written meanwhile
 TINY_QUEUE = {"thread_pool.write.queue_size": 1, "node.processors": 1}
 DEFAULT_QUEUE = 10_000
 
@@ -239,29 +242,45 @@ def test_write_queue_storm_backs_off_and_loses_nothing(
     setup.close()
 
 
-def test_rolling_restart_fails_no_query(
+def test_rolling_restart_under_queries_and_writes_fails_nothing(
     three_node_cluster: devcluster.Cluster,
     make_index_name: Callable[[], str],
     tmp_path: Path,
 ) -> None:
+    """QUERY_CLIENTS concurrent query clients and a steady stream of writes while every node
+    is restarted in turn: no query fails, no write is lost; latency during it is reported."""
     cluster = three_node_cluster
     cluster.wait_green()
     s = settings_for(cluster.urls, make_index_name(), tmp_path)
     embedder = FakeEmbedder()
     backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
     seed(backend, embedder, items(400))
-    loop = QueryLoop(s)
-    loop.start()
+    clients = QueryClients(s, QUERY_CLIENTS)
+    feed = Feed(rate=WRITE_RATE, prefix="rr")
+    stream = StreamIndexer(feed, backend, batch_size=8, write_size=WRITE_RATE)
     answered: list[int] = []  # queries answered while each node was restarting
+    clients.start()
+    stream.start()
     try:
-        _wait_for(lambda: loop.stats.ok > 0, 60, "the first query")
+        _wait_for(lambda: clients.ok() >= QUERY_CLIENTS, 60, "the first queries")
+        start = time.monotonic()
         for i in range(cluster.spec.nodes):
-            before = loop.stats.ok
+            before = clients.ok()
             restart(cluster, i)  # default settings: this also undoes the storm's tiny queue
-            answered.append(loop.stats.ok - before)
+            answered.append(clients.ok() - before)
+        end = time.monotonic()
     finally:
-        stats = loop.stop()
-        backend.close()
+        stats = clients.stop()
+        summary = stream.finish()
+    count = count_stream(backend.client, s.index_alias, feed, summary)
+    print(
+        f"rolling restart ({end - start:.0f}s): {QUERY_CLIENTS} clients, "
+        f"{latency_line(stats, start, end)}, failed {len(stats.failures)}; writes "
+        f"{count.indexed} at {WRITE_RATE}/s, rejected {count.rejected} (malformed), "
+        f"re-sent {stream.tracked.retries}, lost {len(count.lost)}"
+    )
+    backend.close()
     assert stats.failures == []
     assert all(n > 0 for n in answered), answered
+    assert_exact(count, feed)
     assert set(write_queue_sizes(cluster.urls).values()) == {DEFAULT_QUEUE}
