@@ -37,7 +37,9 @@ async def run_blocking(fn: Callable[..., T], *args: object, deadline: Deadline |
     left = deadline.remaining()  # raises DeadlineExceeded when already past
     try:
         with anyio.fail_after(left):
-            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            # In force in the thread too: its backend calls end by the deadline.
+            bounded = functools.partial(deadline.run, call)
+            return await anyio.to_thread.run_sync(bounded, abandon_on_cancel=True)
     except TimeoutError:
         raise DeadlineExceeded(f"request exceeded its deadline of {deadline.seconds:g}s") from None
 

@@ -10,6 +10,7 @@ from typing import Literal, Protocol, TypeVar
 
 from suli import cursor as cursors
 from suli.backends.base import FACET_CAP, Backend, Facets, Hit, LegQuery, LegResults, MatchSet
+from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import (
@@ -36,20 +37,6 @@ RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for 
 RELATED_QUERY_CHARS = 4_000
 # Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
 _EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")
-
-
-class Deadline:
-    """A request's time budget; each phase checks it and passes the rest on to the backend."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise DeadlineExceeded(f"request exceeded its deadline of {self.seconds:g}s")
-        return left
 
 
 class Phases:
@@ -136,6 +123,16 @@ class Searcher:
     ) -> SearchResponse:
         """`acls`: the workspace's board ACLs when the caller read them already this request."""
         deadline = deadline or Deadline(self.settings.deadline_s)
+        with deadline.in_force():  # every backend call below ends by the deadline
+            return self._answer(principal, req, deadline, acls)
+
+    def _answer(
+        self,
+        principal: Principal,
+        req: SearchRequest,
+        deadline: Deadline,
+        acls: Sequence[BoardAcl] | None,
+    ) -> SearchResponse:
         ph = Phases()
         embedding = None
         if words(req.query) and req.mode != "text":
@@ -535,6 +532,18 @@ class Searcher:
         if not 1 <= limit <= 25:
             raise InvalidInput("limit: must be an integer from 1 to 25", "limit")
         deadline = deadline or Deadline(self.settings.deadline_s)
+        with deadline.in_force():  # every backend call below ends by the deadline
+            return self._related(principal, item_id, card, limit, explain, deadline)
+
+    def _related(
+        self,
+        principal: Principal,
+        item_id: str | None,
+        card: Card | None,
+        limit: int,
+        explain: bool,
+        deadline: Deadline,
+    ) -> SearchResponse:
         ph = Phases()
         vis = ph.run("acl", lambda: self.visibility(principal))
         assert isinstance(vis, Visibility)

@@ -35,6 +35,7 @@ from suli.backends.base import (
     MatchSet,
     Session,
 )
+from suli.deadline import in_force
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
@@ -42,6 +43,25 @@ from suli.visibility import Visibility
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class _OneLine(logging.Filter):
+    """Keeps opensearch-py's line about a failed attempt, drops its traceback.
+
+    Every failure reaches the caller as a core error the edge logs once; a traceback per
+    attempt only costs: with a node frozen, dozens of them rendered at once held the log
+    handler's lock long enough to push 504s far past their deadline (issue 14.8).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+_transport_log = logging.getLogger("opensearch")
+if not any(isinstance(f, _OneLine) for f in _transport_log.filters):
+    _transport_log.addFilter(_OneLine())
 
 RETRY_STATUSES = {429, 502, 503, 504}  # transient: re-send; any other item error is a rejection
 # `suli reindex` write-blocks the old index for the moment of its alias swap; a write refused
@@ -53,6 +73,9 @@ POOL_MAXSIZE = 32  # kept-alive connections per node (the service's thread pool 
 # Items mappings from this version on store each item under `keys.key(workspace, id)`;
 # an older index keeps bare ids as `_id` and takes no writes until `suli reindex` moves it.
 KEYED_SINCE = 4
+# The shortest client timeout a read is sent with; a failed leg is asked again only when at
+# least this much of the request's time is left (a shorter ask could not be answered anyway).
+MIN_TIMEOUT_S = 0.05
 
 
 def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
@@ -215,15 +238,30 @@ class OpenSearchBackend:
 
     # ---- search ------------------------------------------------------------------------
 
-    def _params(self, timeout_s: float | None) -> dict[str, Any]:
-        if not timeout_s:
-            return {}
-        # The client gives up at the deadline and OpenSearch stops the search at its own
-        # timeout, so no work is left running past the request's deadline.
-        return {
-            "request_timeout": max(timeout_s, 0.05),
-            "timeout": f"{max(int(timeout_s * 1000), 50)}ms",
-        }
+    def _left(self, timeout_s: float | None = None, since: float | None = None) -> float:
+        """Seconds one read may take (<= 0 when none): the client's default timeout, cut to
+        `timeout_s` (counted from `since`, a monotonic time) and to the deadline in force."""
+        left = self.settings.opensearch_timeout_s
+        if timeout_s:
+            spent = time.monotonic() - since if since is not None else 0.0
+            left = min(left, timeout_s - spent)
+        deadline = in_force()
+        if deadline is not None:
+            left = min(left, deadline.left())
+        return left
+
+    def _params(self, timeout_s: float | None = None, since: float | None = None) -> dict[str, Any]:
+        """Per-request parameters of one read: the client gives up when the request's time is
+        up, and (`timeout`, for search bodies) OpenSearch stops the search by then too, so no
+        work is left running past the request's deadline. DeadlineExceeded when none is left."""
+        left = self._left(timeout_s, since)
+        if left <= 0:
+            raise DeadlineExceeded("request exceeded its deadline before OpenSearch was asked")
+        left = max(left, MIN_TIMEOUT_S)
+        params: dict[str, Any] = {"request_timeout": left}
+        if timeout_s or in_force() is not None:
+            params["timeout"] = f"{max(int(left * 1000), 50)}ms"
+        return params
 
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
@@ -239,7 +277,8 @@ class OpenSearchBackend:
         lines: list[dict[str, Any]] = []
         for _, body in legs:
             lines += [{"index": self.alias}, body]
-        params = self._params(query.timeout_s)
+        started = time.monotonic()
+        params = self._params(query.timeout_s, started)
         search_timeout = params.pop("timeout", None)
         if search_timeout:
             for _, body in legs:
@@ -255,10 +294,18 @@ class OpenSearchBackend:
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
             # restarts and its shard copies move, is asked once more before it is reported.
+            # Only when time is left: the ask gets what remains of the request's budget, and a
+            # leg still failing is reported as partial or failed, never waited on past it.
             all_failed = isinstance(r.get("error"), dict) and r.get("status", 500) >= 500
             if all_failed or (r.get("_shards") or {}).get("failed"):
+                if self._left(query.timeout_s, started) < MIN_TIMEOUT_S:
+                    log.warning("%s leg failed and no time is left to ask again", legs[n][0])
+                    continue
+                again = self._params(query.timeout_s, started)
+                if "timeout" in again:
+                    body = {**body, "timeout": again.pop("timeout")}
                 with contextlib.suppress(opensearchpy.TransportError):
-                    responses[n] = self.client.search(index=self.alias, body=body, params=params)
+                    responses[n] = self.client.search(index=self.alias, body=body, params=again)
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
                 err = r["error"]
@@ -364,7 +411,9 @@ class OpenSearchBackend:
         return [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
 
     def count(self) -> int:
-        r = _wrap(lambda: self.client.count(index=self.alias), "count")
+        params = self._params()
+        params.pop("timeout", None)
+        r = _wrap(lambda: self.client.count(index=self.alias, params=params), "count")
         return int(r["count"])
 
     # ---- writes ------------------------------------------------------------------------
@@ -578,10 +627,14 @@ class OpenSearchBackend:
                 continue  # written meanwhile: read the new owner and decide again
 
     def _get(self, doc_id: str) -> dict[str, Any] | None:
+        params = self._params()
+        params.pop("timeout", None)  # not a parameter of get
         try:
-            return self.client.get(index=self.acl_index, id=doc_id)["_source"]
+            return self.client.get(index=self.acl_index, id=doc_id, params=params)["_source"]
         except opensearchpy.NotFoundError:
             return None
+        except opensearchpy.ConnectionTimeout as e:  # a ConnectionError too: this one first
+            raise DeadlineExceeded("OpenSearch did not answer an ACL read in time") from e
         except opensearchpy.ConnectionError as e:
             raise BackendUnavailable(f"OpenSearch is unreachable: {e}") from e
 
@@ -624,7 +677,11 @@ class OpenSearchBackend:
         lines: list[dict[str, Any]] = []
         for body in searches:
             lines += [{"index": self.acl_index}, body]
-        got = _wrap(lambda: self.client.msearch(body=lines), "session read")["responses"]
+        params = self._params()
+        params.pop("timeout", None)  # the token lookup is not a search to cut short
+        got = _wrap(lambda: self.client.msearch(body=lines, params=params), "session read")[
+            "responses"
+        ]
         for r in got:
             if "error" in r:
                 if r.get("status") == 404:  # no ACL index yet: no token exists
@@ -656,7 +713,9 @@ class OpenSearchBackend:
         return 1
 
     def ping(self) -> dict[str, object]:
-        health = _wrap(lambda: self.client.cluster.health(), "health")
+        params = self._params()
+        params.pop("timeout", None)  # health's `timeout` means wait-for-status: not that
+        health = _wrap(lambda: self.client.cluster.health(params=params), "health")
         index = self.current_index()
         info: dict[str, object] = {
             "backend": "opensearch",

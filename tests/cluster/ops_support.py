@@ -135,6 +135,35 @@ def restart(cluster: devcluster.Cluster, i: int, extra: dict[str, object] | None
     cluster.wait_green(timeout=300)
 
 
+def index_health(
+    client: OpenSearch, name: str, status: set[str], nodes: int, timeout: float
+) -> dict[str, Any]:
+    """Poll this index's health (not the cluster's: other tests' indices may be red meanwhile)
+    until it has the status, the node count and no shard moving (green allows relocation)."""
+    deadline = time.monotonic() + timeout
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            health = client.cluster.health(index=name)
+            settled = health["relocating_shards"] == 0 and health["initializing_shards"] == 0
+            if health["status"] in status and health["number_of_nodes"] == nodes and settled:
+                return health
+        except Exception:  # a node is leaving or joining: ask again
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"index {name} not {status} with {nodes} nodes after {timeout}s: {health}")
+
+
+def primaries(client: OpenSearch, index: str) -> dict[str, int]:
+    """How many started primary shards of the index each node holds (from _cat/shards)."""
+    rows = client.cat.shards(index=index, format="json", h="prirep,state,node")
+    held: dict[str, int] = {}
+    for r in rows:
+        if r["prirep"] == "p" and r["state"] == "STARTED":
+            held[r["node"]] = held.get(r["node"], 0) + 1
+    return held
+
+
 def write_queue_sizes(urls: Sequence[str]) -> dict[str, int]:
     """Each node's write thread-pool queue size."""
     client = OpenSearch(hosts=list(urls), timeout=30)
@@ -151,6 +180,19 @@ def write_queue_sizes(urls: Sequence[str]) -> dict[str, int]:
 class LoopStats:
     ok: int = 0
     failures: list[str] = field(default_factory=list)
+    # (monotonic time the query ended, its latency in seconds), answered or failed
+    samples: list[tuple[float, float]] = field(default_factory=list)
+
+    def latencies(self, start: float, end: float) -> list[float]:
+        """Latencies of the queries that ended between start and end."""
+        return [lat for t, lat in self.samples if start <= t <= end]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (nearest rank) of values."""
+    ordered = sorted(values)
+    assert ordered, "no values"
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
 
 class QueryLoop(threading.Thread):
@@ -174,6 +216,7 @@ class QueryLoop(threading.Thread):
         g = 0
         while not self._halt.is_set():
             q = marker_query(g)
+            t0 = time.monotonic()
             try:
                 r = self.searcher.search(principal, search_request(q, limit=25))
                 got = {x.id for x in r.results}
@@ -185,6 +228,8 @@ class QueryLoop(threading.Thread):
                     self.stats.ok += 1
             except Exception as e:  # every kind of failure counts, none may stop the loop
                 self.stats.failures.append(f"{q}: {e.__class__.__name__}: {e}")
+            done = time.monotonic()
+            self.stats.samples.append((done, done - t0))
             g = (g + 1) % MARKER_GROUPS
             time.sleep(self.pause)
 
@@ -193,3 +238,36 @@ class QueryLoop(threading.Thread):
         self.join(timeout=120)
         self.backend.close()
         return self.stats
+
+
+class QueryClients:
+    """n QueryLoops at once (each its own client), as concurrent users of the service."""
+
+    def __init__(self, s: Settings, n: int, pause: float = 0.1) -> None:
+        self.loops = [QueryLoop(s, pause) for _ in range(n)]
+
+    def start(self) -> None:
+        for loop in self.loops:
+            loop.start()
+
+    def ok(self) -> int:
+        return sum(loop.stats.ok for loop in self.loops)
+
+    def stop(self) -> LoopStats:
+        """Stop all; their stats merged."""
+        merged = LoopStats()
+        for loop in self.loops:
+            st = loop.stop()
+            merged.ok += st.ok
+            merged.failures += st.failures
+            merged.samples += st.samples
+        return merged
+
+
+def latency_line(stats: LoopStats, start: float, end: float) -> str:
+    """'<n> queries, p50 <ms> p99 <ms> max <ms>' for the queries that ended in the window."""
+    lat = stats.latencies(start, end)
+    return (
+        f"{len(lat)} queries, p50 {percentile(lat, 50) * 1000:.0f} ms "
+        f"p99 {percentile(lat, 99) * 1000:.0f} ms max {max(lat) * 1000:.0f} ms"
+    )

@@ -1,19 +1,18 @@
-"""Faults on the real 3-node cluster (3 shards, 1 replica): a node killed in the middle of
-`suli index`, a storm of 429s from a tiny write queue, a document the mapping refuses, and a
-rolling restart under a query loop. Every test counts what was lost, duplicated or failed.
+"""Faults on the real 3-node cluster (3 shards, 1 replica): the node holding the primaries
+killed again and again during bulks of a continuous stream, a storm of 429s from a tiny write
+queue, a document the mapping refuses, and a rolling restart under query clients and writes.
+Every test counts what was lost, duplicated or failed.
 
 A node restart costs 30-90 s of CPU-bound JVM start on a 2-core machine, so the tests share
-them, in file order: the node killed mid-index (n3) comes back with a tiny write queue, which
-the storm test uses (its fixture restarts n3 only when run alone), and the rolling restart
-brings every node back with the default settings (else the storm fixture's teardown does).
+them, in file order: the storm test's fixture gives n3 a tiny write queue, and the rolling
+restart brings every node back with the default settings (else the storm fixture's teardown
+does).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,11 +21,12 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 from ops_support import (
-    QueryLoop,
+    QueryClients,
     duplicate_ids,
-    env_for,
-    item_line,
+    index_health,
     items,
+    latency_line,
+    primaries,
     restart,
     seed,
     settings_for,
@@ -34,9 +34,10 @@ from ops_support import (
     write_queue_sizes,
     wrong_content,
 )
+from write_stream import Feed, StreamIndexer, assert_exact, count_stream
 
 import devcluster
-from indexer.pipeline import BATCH, WRITE_BATCH, Summary, index_items, write_rejects
+from indexer.pipeline import Summary, index_items, write_rejects
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import Item
@@ -44,6 +45,11 @@ from suli.models import Item
 pytestmark = pytest.mark.cluster
 
 TINY_NODE = 2  # n3
+KILLS = 5  # node losses per run of the mid-write test
+SEED = 1414  # its random victims' ties and kill moments: the same every run
+STREAM_RATE = 60  # lines per second streamed into the indexer
+QUERY_CLIENTS = 8  # concurrent query clients during a rolling restart
+WRITE_RATE = 20  # items per second written meanwhile
 TINY_QUEUE = {"thread_pool.write.queue_size": 1, "node.processors": 1}
 DEFAULT_QUEUE = 10_000
 
@@ -76,57 +82,82 @@ def _check_exactly(client: OpenSearch, alias: str, expected: dict[str, Item]) ->
     assert wrong_content(docs, expected) == []
 
 
-def test_node_killed_mid_index_loses_and_duplicates_nothing(
+def _kill_mid_bulk(
+    cluster: devcluster.Cluster, victim: int, stream: StreamIndexer, rng: random.Random
+) -> tuple[float, bool]:
+    """SIGKILL the victim at a random moment of a bulk in flight; (delay, still in flight)."""
+    tracked = stream.tracked
+    for _ in range(100):
+        tracked.started.clear()
+        assert tracked.started.wait(60), "no bulk started"
+        delay = rng.uniform(0.0, 0.03)
+        time.sleep(delay)
+        if tracked.in_flight:
+            cluster.kill(victim)
+            return delay, tracked.in_flight > 0
+    raise AssertionError("never caught a bulk in flight")
+
+
+def test_primary_holder_killed_mid_bulk_loses_and_duplicates_nothing(
     three_node_cluster: devcluster.Cluster,
     make_index_name: Callable[[], str],
     tmp_path: Path,
 ) -> None:
+    """A stream of lines goes on while, KILLS times, the node holding the most primaries of the
+    index is SIGKILLed during a bulk and restarted; every line ends indexed once or rejected."""
     cluster = three_node_cluster
     cluster.wait_green()
+    rng = random.Random(SEED)
     s = settings_for(cluster.urls, make_index_name(), tmp_path)
-    data = items(1000)
-    lines = [item_line(it) + "\n" for it in data]
-    # Enough lines for one full write (and a batch more) before the kill; the rest after it.
-    first = WRITE_BATCH + 2 * BATCH
-    rejects = tmp_path / "rejects.jsonl"
-    suli = [sys.executable, "-c", "from cli.main import cli; cli()"]
-    out_path, err_path = tmp_path / "out.json", tmp_path / "err.log"
-    with out_path.open("w") as out, err_path.open("w") as err:  # files: a full pipe would stall it
-        proc = subprocess.Popen(
-            [*suli, "index", "-", "--json", "--rejects", str(rejects)],
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=err,
-            text=True,
-            env={**os.environ, **env_for(s)},
-        )
+    embedder = FakeEmbedder()
+    backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
+    backend.ensure_ready()
+    physical = backend.current_index()
+    assert physical
     client = _client(cluster)
-    victim = None
+    feed = Feed(rate=STREAM_RATE, prefix="str")
+    stream = StreamIndexer(feed, backend)
+    stream.start()
+    kills: list[str] = []
+    t0 = time.monotonic()
     try:
-        assert proc.stdin is not None
-        proc.stdin.writelines(lines[:first])
-        proc.stdin.flush()
-        # Mid-run for sure: one write landed, the indexer holds more and waits on stdin.
-        _wait_for(lambda: _count(client, s.index_alias) >= WRITE_BATCH, 240, "the first items")
-        victim = TINY_NODE
-        cluster.kill(victim)
-        assert proc.poll() is None, "the indexer finished before the node was killed"
-        proc.stdin.writelines(lines[first:])
-        proc.stdin.close()
-        proc.wait(timeout=400)
+        for _ in range(KILLS):
+            index_health(client, physical, {"green"}, 3, 300)
+            held = primaries(client, physical)
+            most = max(held.values())
+            name = rng.choice(sorted(n for n, c in held.items() if c == most))
+            victim = cluster.spec.names.index(name)
+            done = stream.tracked.completed
+            delay, mid_bulk = _kill_mid_bulk(cluster, victim, stream, rng)
+            t_kill = time.monotonic()
+            assert mid_bulk, "the bulk finished before the kill landed"
+            # The stream goes on without the node: a bulk started after the kill completes.
+            _wait_for(lambda d=done: stream.tracked.completed > d + 1, 180, "a write without it")
+            assert stream.error is None, repr(stream.error)
+            cluster.start(victim)
+            index_health(client, physical, {"green"}, 3, 300)
+            kills.append(
+                f"{name}({most}p,+{delay * 1000:.0f}ms,back {time.monotonic() - t_kill:.0f}s)"
+            )
+        done = stream.tracked.completed
+        _wait_for(lambda: stream.tracked.completed > done + 1, 120, "writes after the last kill")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        if victim is not None:
-            cluster.start(victim, extra=TINY_QUEUE)  # for the storm test that follows
-    assert proc.returncode == 0, err_path.read_text()[-2000:]
-    summary = json.loads(out_path.read_text())
-    assert (summary["read"], summary["indexed"], summary["rejected"]) == (len(data), len(data), 0)
-    assert not rejects.exists()
-    cluster.wait_green(timeout=300)
-    survivors = _client(cluster)
-    _check_exactly(survivors, s.index_alias, {it.id: it for it in data})
-    survivors.close()
+        summary = stream.finish()
+        for i in range(cluster.spec.nodes):
+            if cluster.pid(i) is None:
+                cluster.start(i)
+    count = count_stream(client, s.index_alias, feed, summary)
+    print(
+        f"node loss mid-write: {len(kills)} kills {kills}; lines {count.lines} indexed "
+        f"{count.indexed} rejected {count.rejected} re-sent {stream.tracked.retries} "
+        f"bulks {stream.tracked.completed} lost {len(count.lost)} duplicated "
+        f"{len(count.duplicated_ids)}/{len(count.duplicated_nonces)} in {time.monotonic() - t0:.0f}s"
+    )
+    assert len(kills) == KILLS
+    assert_exact(count, feed)
+    assert client.count(index=s.index_alias)["count"] == len(feed.valid)
+    assert duplicate_ids(client, s.index_alias) == []
+    backend.close()
     client.close()
 
 
@@ -211,29 +242,45 @@ def test_write_queue_storm_backs_off_and_loses_nothing(
     setup.close()
 
 
-def test_rolling_restart_fails_no_query(
+def test_rolling_restart_under_queries_and_writes_fails_nothing(
     three_node_cluster: devcluster.Cluster,
     make_index_name: Callable[[], str],
     tmp_path: Path,
 ) -> None:
+    """QUERY_CLIENTS concurrent query clients and a steady stream of writes while every node
+    is restarted in turn: no query fails, no write is lost; latency during it is reported."""
     cluster = three_node_cluster
     cluster.wait_green()
     s = settings_for(cluster.urls, make_index_name(), tmp_path)
     embedder = FakeEmbedder()
     backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
     seed(backend, embedder, items(400))
-    loop = QueryLoop(s)
-    loop.start()
+    clients = QueryClients(s, QUERY_CLIENTS)
+    feed = Feed(rate=WRITE_RATE, prefix="rr")
+    stream = StreamIndexer(feed, backend, batch_size=8, write_size=WRITE_RATE)
     answered: list[int] = []  # queries answered while each node was restarting
+    clients.start()
+    stream.start()
     try:
-        _wait_for(lambda: loop.stats.ok > 0, 60, "the first query")
+        _wait_for(lambda: clients.ok() >= QUERY_CLIENTS, 60, "the first queries")
+        start = time.monotonic()
         for i in range(cluster.spec.nodes):
-            before = loop.stats.ok
+            before = clients.ok()
             restart(cluster, i)  # default settings: this also undoes the storm's tiny queue
-            answered.append(loop.stats.ok - before)
+            answered.append(clients.ok() - before)
+        end = time.monotonic()
     finally:
-        stats = loop.stop()
-        backend.close()
+        stats = clients.stop()
+        summary = stream.finish()
+    count = count_stream(backend.client, s.index_alias, feed, summary)
+    print(
+        f"rolling restart ({end - start:.0f}s): {QUERY_CLIENTS} clients, "
+        f"{latency_line(stats, start, end)}, failed {len(stats.failures)}; writes "
+        f"{count.indexed} at {WRITE_RATE}/s, rejected {count.rejected} (malformed), "
+        f"re-sent {stream.tracked.retries}, lost {len(count.lost)}"
+    )
+    backend.close()
     assert stats.failures == []
     assert all(n > 0 for n in answered), answered
+    assert_exact(count, feed)
     assert set(write_queue_sizes(cluster.urls).values()) == {DEFAULT_QUEUE}

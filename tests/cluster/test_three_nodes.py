@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from typing import Any
 from uuid import uuid4
 
 import pytest
 from opensearchpy import OpenSearch, helpers
+from ops_support import index_health
 
 import devcluster
 
@@ -33,28 +32,9 @@ def replicated_index(three_node_cluster: devcluster.Cluster) -> Iterator[str]:
     actions = ({"_index": name, "_id": str(i), "_source": {"n": i}} for i in range(DOCS))
     assert helpers.bulk(client, actions, refresh=True) == (DOCS, [])
     yield name
-    _index_health(client, name, {"green", "yellow"}, 3, 180)  # every node back before cleanup
+    index_health(client, name, {"green", "yellow"}, 3, 180)  # every node back before cleanup
     client.indices.delete(index=name)
     client.close()
-
-
-def _index_health(
-    client: OpenSearch, name: str, status: set[str], nodes: int, timeout: float
-) -> dict[str, Any]:
-    """Poll this index's health (not the cluster's: other tests' indices may be red meanwhile)
-    until it has the status, the node count and no shard moving (green allows relocation)."""
-    deadline = time.monotonic() + timeout
-    health: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        try:
-            health = client.cluster.health(index=name)
-            settled = health["relocating_shards"] == 0 and health["initializing_shards"] == 0
-            if health["status"] in status and health["number_of_nodes"] == nodes and settled:
-                return health
-        except Exception:  # a node is leaving or joining: ask again
-            pass
-        time.sleep(1)
-    raise AssertionError(f"index {name} not {status} with {nodes} nodes after {timeout}s: {health}")
 
 
 def _all_ids(client: OpenSearch, name: str) -> set[str]:
@@ -70,7 +50,7 @@ def test_replicated_index_survives_a_killed_node(
     client = _client(cluster.urls)
     health = cluster.wait_green(timeout=120)
     assert (health["status"], health["number_of_nodes"]) == ("green", 3)
-    _index_health(client, replicated_index, {"green"}, 3, 120)  # rebalancing done
+    index_health(client, replicated_index, {"green"}, 3, 120)  # rebalancing done
     shards = client.cat.shards(index=replicated_index, format="json")
     assert {s["state"] for s in shards} == {"STARTED"}
     holders = {s["node"] for s in shards}
@@ -84,14 +64,14 @@ def test_replicated_index_survives_a_killed_node(
     try:
         assert victim not in cluster.running()
         survivors = _client([u for i, u in enumerate(cluster.urls) if i != victim])
-        health = _index_health(survivors, replicated_index, {"yellow", "green"}, 2, 120)
+        health = index_health(survivors, replicated_index, {"yellow", "green"}, 2, 120)
         assert health["number_of_nodes"] == 2
         assert survivors.count(index=replicated_index)["count"] == DOCS
         assert _all_ids(survivors, replicated_index) == {str(i) for i in range(DOCS)}
         assert survivors.cat.cluster_manager(format="json")[0]["node"] != manager
     finally:
         cluster.start(victim)  # the node rejoins even when an assertion above failed
-    health = _index_health(client, replicated_index, {"green"}, 3, 180)
+    health = index_health(client, replicated_index, {"green"}, 3, 180)
     assert (health["status"], health["number_of_nodes"]) == ("green", 3)
     names = {n["name"] for n in client.cat.nodes(format="json")}
     assert names == {"n1", "n2", "n3"}
