@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+import math
+import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.errors import suli_error_response
 from app.runtime import Runtime, run_blocking
 from suli.auth import authenticate
-from suli.errors import BackendUnavailable, SuliError, Unauthorized
+from suli.errors import BackendUnavailable, RateLimited, SuliError, Unauthorized
+from suli.models import Principal
 from suli.service import Deadline
+
+log = logging.getLogger(__name__)
 
 PRINCIPAL_KEY = "suli.principal"  # ASGI scope key: the principal McpEndpoint authenticated
 
@@ -24,6 +32,31 @@ def _bearer(scope: Scope) -> str | None:
             scheme, _, token = value.decode("latin-1").partition(" ")
             return token.strip() if scheme.lower() == "bearer" and token.strip() else None
     return None
+
+
+class OpenStreams:
+    """How many GET /mcp streams each principal holds open (per worker process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: Counter[str] = Counter()
+
+    def try_open(self, key: str, cap: int) -> bool:
+        with self._lock:
+            if self._open[key] >= cap:
+                return False
+            self._open[key] += 1
+            return True
+
+    def close(self, key: str) -> None:
+        with self._lock:
+            self._open[key] -= 1
+            if self._open[key] <= 0:
+                del self._open[key]
+
+    def count(self, key: str) -> int:
+        with self._lock:
+            return self._open[key]
 
 
 class McpEndpoint:
@@ -37,6 +70,7 @@ class McpEndpoint:
         self.server = server
         self.runtime = runtime
         self._handle: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+        self.streams = OpenStreams()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -71,11 +105,85 @@ class McpEndpoint:
                 authenticate, searcher.backend, token, deadline=deadline
             )
             self.runtime.limiter.check(principal.id)
+            stream = scope.get("method") == "GET"
+            cap = self.runtime.settings.mcp_streams_per_principal
+            if stream and not self.streams.try_open(principal.id, cap):
+                raise RateLimited(
+                    f"at most {cap} open MCP streams per principal; close one first",
+                    limit=cap,
+                    retry_after=max(1, math.ceil(self.runtime.settings.mcp_stream_check_s)),
+                )
         except SuliError as e:
-            self.runtime.metrics.rejected.labels(code=e.code).inc()
-            response = suli_error_response(e)
-            if isinstance(e, Unauthorized):
-                response.headers["WWW-Authenticate"] = "Bearer"
-            await response(scope, receive, send)
+            await self._refuse(e, scope, receive, send)
             return
-        await self._handle({**scope, PRINCIPAL_KEY: principal}, receive, send)
+        scope = {**scope, PRINCIPAL_KEY: principal}
+        if not stream:
+            await self._handle(scope, receive, send)
+            return
+        try:
+            await self._watched(scope, receive, send, token, principal)
+        finally:
+            self.streams.close(principal.id)
+
+    async def _refuse(self, e: SuliError, scope: Scope, receive: Receive, send: Send) -> None:
+        self.runtime.metrics.rejected.labels(code=e.code).inc()
+        response = suli_error_response(e)
+        if isinstance(e, Unauthorized):
+            response.headers["WWW-Authenticate"] = "Bearer"
+        await response(scope, receive, send)
+
+    async def _watched(
+        self, scope: Scope, receive: Receive, send: Send, token: str, principal: Principal
+    ) -> None:
+        """Serve a long-lived SSE stream while its token stays good.
+
+        Every mcp_stream_check_s the token is authenticated again (a revoked token's streams
+        close within that period) and the stream is counted as one more request against the
+        principal's rate limit, so holding streams open is not free. When either check fails
+        the SDK's handler is cancelled and the chunked response is ended cleanly.
+        """
+        assert self._handle is not None
+        handle = self._handle
+        started = ended = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started, ended
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+            await send(message)
+
+        stopped: SuliError | None = None
+
+        async with anyio.create_task_group() as tg:
+
+            async def serve() -> None:
+                await handle(scope, receive, tracked)
+                tg.cancel_scope.cancel()
+
+            async def watch() -> None:
+                nonlocal stopped
+                settings = self.runtime.settings
+                while True:
+                    await anyio.sleep(settings.mcp_stream_check_s)
+                    try:
+                        deadline = Deadline(settings.deadline_s)
+                        searcher = await run_blocking(self.runtime.searcher, deadline=deadline)
+                        await run_blocking(authenticate, searcher.backend, token, deadline=deadline)
+                        self.runtime.limiter.check(principal.id)
+                    except SuliError as e:  # revoked, rate-limited or unverifiable: fail closed
+                        stopped = e
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(serve)
+            tg.start_soon(watch)
+        if stopped is not None:
+            log.info("closed an MCP stream of %s: %s", principal.id, stopped.message)
+            self.runtime.metrics.rejected.labels(code=stopped.code).inc()
+            if not started:
+                await self._refuse(stopped, scope, receive, send)
+                return
+        if started and not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

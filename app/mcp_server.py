@@ -10,8 +10,9 @@ Two transports, one tool set (build_server):
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, Protocol
 
 from fastapi import FastAPI
@@ -212,11 +213,33 @@ SEARCH_ARGS = (
 RELATED_ARGS = ("item_id", "title", "spec", "references", "limit", "max_results")
 
 
+@contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """Undo what the SDK's constructor does to the root logger.
+
+    MCPServer() calls its `configure_logging`, a `logging.basicConfig` with a Rich handler: a
+    library must not configure the process's logging (the service does, in app.server), and that
+    handler, which imports on first traceback, failed with EMFILE under a connection flood and
+    took the event loop down with it.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def build_server(access: Access) -> MCPServer:
     """The MCP server with both tools, answering for whoever `access` says is calling."""
-    server: MCPServer = MCPServer(
-        name="suli", title="Suli work library", instructions=INSTRUCTIONS, log_level="WARNING"
-    )
+    with _root_logging_kept():
+        server: MCPServer = MCPServer(
+            name="suli", title="Suli work library", instructions=INSTRUCTIONS, log_level="WARNING"
+        )
 
     async def library_search(
         ctx: Context,

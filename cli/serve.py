@@ -38,20 +38,13 @@ _ENV = {
 @handle_errors
 def serve(ctx: click.Context, host: str, port: int, workers: int, log_level: str) -> None:
     """Run the HTTP API (/api/v1/search, /api/v1/related, ..., /docs) over the configured backend."""
-    import uvicorn
+    from app import server
 
     try:
-        settings(ctx)  # bad configuration fails here, with exit 2, not inside a worker
+        config = settings(ctx)  # bad configuration fails here, with exit 2, not inside a worker
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     for key, value in (ctx.obj.get("overrides") or {}).items():
         if value is not None and key in _ENV:
             os.environ[_ENV[key]] = str(value)
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-    )
+    server.run(config, host, port, workers, log_level)

@@ -78,6 +78,14 @@ class Settings(BaseSettings):
     # Signs paging cursors (HMAC-SHA256). Unset: made once and kept in <home>/cursor-secret;
     # set it to one value on every replica behind a load balancer.
     cursor_secret: SecretStr | None = None
+    # Connections and streams (`suli serve`); why these defaults: docs/decisions.md.
+    max_connections: int = Field(default=1000, ge=1)  # lowered to fit the open-file limit
+    header_timeout_s: float = Field(default=10.0, gt=0)  # a request head must arrive within
+    body_timeout_s: float = Field(default=30.0, gt=0)  # longest pause while a body arrives
+    keep_alive_s: int = Field(default=5, ge=1)  # idle keep-alive connections close after
+    mcp_streams_per_principal: int = Field(default=4, ge=1)  # open GET /mcp streams
+    mcp_stream_check_s: float = Field(default=5.0, gt=0)  # streams re-check their token
+    bad_token_per_minute: int = Field(default=30, ge=1)  # invalid tokens per client address
 
     @field_validator("outcome_weights")
     @classmethod

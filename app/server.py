@@ -1,0 +1,285 @@
+"""Running the service under uvicorn, hardened: bounded connections, header/body timeouts, the
+service's own logging, and a process that exits non-zero when its event loop dies.
+
+Why each piece exists (issue 14, finding 1): ~1,100 tokenless connections that each sent half a
+request line used up the file descriptors; the accept error was logged through a Rich handler a
+dependency had attached to the root logger, which itself failed (it imports a module, i.e. opens
+a file), the exception escaped the event loop and killed it, and the process kept listening with
+no loop (idle non-daemon worker threads kept the interpreter from exiting). Here:
+- GuardedH11Protocol refuses connections past a cap derived from the fd limit, and closes a
+  connection whose request head (or body) does not arrive in time;
+- LOGGING is a dictConfig set up by `serve` itself, with plain stderr handlers;
+- new_event_loop() returns a loop whose exception handler never raises and whose death ends the
+  process with exit code 1, so a supervisor restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from suli.settings import Settings
+
+log = logging.getLogger("suli.server")
+
+EXIT_LOOP_DIED = 1
+# File descriptors kept out of the connection budget: the SQLite files of each worker thread,
+# the OpenSearch connection pool, the model files, logs and pipes. Measured: 15 at rest with the
+# embedded store; a quarter of the limit (at least 64) leaves room for the thread pool's SQLite
+# connections under load.
+FD_RESERVE_MIN = 64
+MAX_BACKLOG = 2048  # uvicorn's default listen backlog
+REFUSED_LOG_EVERY_S = 10.0  # one warning per period while connections are refused, not a flood
+
+
+def _raw_response(status: bytes, headers: bytes, body: bytes) -> bytes:
+    """A whole HTTP/1.1 response written straight to the socket (no app, no h11 state)."""
+    head = b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    return head + headers + b"content-length: %d\r\n\r\n" % len(body) + body
+
+
+_REFUSED = _raw_response(
+    b"503 Service Unavailable",
+    b"retry-after: 1\r\n",
+    b'{"error":{"code":"overloaded","message":"too many open connections; retry in a moment"}}',
+)
+_TIMED_OUT = _raw_response(
+    b"408 Request Timeout",
+    b"",
+    b'{"error":{"code":"request_timeout","message":"the request did not arrive in time"}}',
+)
+
+
+@dataclass(frozen=True)
+class FdBudget:
+    """How the open-file limit is shared: open connections, and one accept burst on top.
+
+    asyncio accepts up to `backlog` sockets in one go before any protocol can refuse one, so a
+    burst must fit in what the open connections leave, else accept() itself fails with EMFILE.
+    """
+
+    connections: int
+    backlog: int
+
+
+def fd_budget(max_connections: int, fd_limit: int | None = None) -> FdBudget:
+    """The setting's connection cap, lowered to what the fd limit can hold."""
+    if fd_limit is None:
+        fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if fd_limit == resource.RLIM_INFINITY or fd_limit <= 0:
+        return FdBudget(max_connections, MAX_BACKLOG)
+    budget = max(2, fd_limit - max(FD_RESERVE_MIN, fd_limit // 4))
+    backlog = max(1, min(MAX_BACKLOG, budget // 8))
+    return FdBudget(max(1, min(max_connections, budget - backlog)), backlog)
+
+
+class ServeConfig(uvicorn.Config):
+    """uvicorn's Config plus our limits (pickled as a whole to worker processes)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        max_connections: int,
+        header_timeout_s: float,
+        body_timeout_s: float,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_connections = max_connections
+        self.header_timeout_s = header_timeout_s
+        self.body_timeout_s = body_timeout_s
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a connection cap and request head/body timeouts.
+
+    uvicorn only times out idle keep-alive connections between requests: a client that sends
+    half a request head holds its socket forever. Here the head must be complete within
+    header_timeout_s of the connection (or of its first byte on a kept-alive connection), and
+    the body may pause at most body_timeout_s between reads; otherwise 408 and close.
+    """
+
+    _last_refused_log = 0.0
+    _refused = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._guard: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        cap = getattr(self.config, "max_connections", None)
+        if cap is not None and len(self.connections) > cap:
+            self._refuse()
+            return
+        self._arm(self._header_timeout)
+
+    @property
+    def _header_timeout(self) -> float:
+        return float(getattr(self.config, "header_timeout_s", 10.0))
+
+    def _refuse(self) -> None:
+        """At the cap: answer 503 at once and close, keeping the fd budget for work in flight."""
+        cls = GuardedH11Protocol
+        cls._refused += 1
+        now = time.monotonic()
+        if now - cls._last_refused_log >= REFUSED_LOG_EVERY_S:
+            log.warning(
+                "connection limit reached (%d open): refused %d connection(s)",
+                len(self.connections) - 1,
+                cls._refused,
+            )
+            cls._last_refused_log, cls._refused = now, 0
+        self.transport.write(_REFUSED)
+        self.transport.close()
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._guard = self.loop.call_later(seconds, self._on_guard)
+
+    def _disarm(self) -> None:
+        if self._guard is not None:
+            self._guard.cancel()
+            self._guard = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            self._arm(float(getattr(self.config, "body_timeout_s", 30.0)))  # idle between reads
+        elif state is h11.IDLE:
+            if self._guard is None:  # the first bytes of a new head on a kept-alive connection
+                self._arm(self._header_timeout)
+        else:
+            self._disarm()  # the request arrived whole: the app's own deadline applies now
+
+    def _on_guard(self) -> None:
+        self._guard = None
+        if self.transport.is_closing() or self.conn.their_state not in (h11.IDLE, h11.SEND_BODY):
+            return
+        if self.flow.read_paused:  # the app is not reading: not the client's fault
+            self._arm(self._header_timeout)
+            return
+        if self.conn.our_state is h11.IDLE:
+            self.transport.write(_TIMED_OUT)
+        self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+def _report(message: str) -> None:
+    """Log; when logging itself fails (no fds left), write the line straight to fd 2."""
+    try:
+        log.error(message)
+    except Exception:
+        with contextlib.suppress(OSError):  # nowhere left to say it; the loop must live on
+            os.write(2, f"suli: {message}\n".encode(errors="replace"))
+
+
+def _exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's error reporter: never raises (a raising handler is what killed the loop)."""
+    exc = context.get("exception")
+    detail = f": {exc.__class__.__name__}: {exc}" if exc is not None else ""
+    _report(f"event loop: {context.get('message', 'error')}{detail}")
+
+
+def die(message: str) -> None:
+    """End the process now with EXIT_LOOP_DIED; os._exit because idle non-daemon threads (the
+    thread pool) would otherwise keep a process with no loop alive and listening."""
+    _report(message)
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(EXIT_LOOP_DIED)
+
+
+class SupervisedLoop(asyncio.SelectorEventLoop):
+    """An event loop whose death ends the process non-zero (a supervisor then restarts it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.set_exception_handler(_exception_handler)
+
+    def run_forever(self) -> None:
+        try:
+            super().run_forever()
+        except Exception as e:  # KeyboardInterrupt and SystemExit keep their usual meaning
+            die(f"event loop died: {e.__class__.__name__}: {e}")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvicorn's loop factory (`loop="app.server:new_event_loop"`)."""
+    return SupervisedLoop()
+
+
+def logging_config(level: str) -> dict[str, Any]:
+    """The service's logging: plain lines on stderr for our loggers, uvicorn's and the root."""
+    upper = level.upper()
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        },
+        "handlers": {
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "formatter": "plain",
+                "stream": "ext://sys.stderr",
+            },
+        },
+        "root": {"handlers": ["stderr"], "level": upper},
+        "loggers": {
+            "uvicorn": {"handlers": [], "level": upper, "propagate": True},
+            "uvicorn.error": {"handlers": [], "level": upper, "propagate": True},
+            "uvicorn.access": {"handlers": [], "level": upper, "propagate": True},
+        },
+    }
+
+
+def build_config(
+    settings: Settings, host: str, port: int, workers: int, log_level: str
+) -> ServeConfig:
+    fds = fd_budget(settings.max_connections)
+    return ServeConfig(
+        "app.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        log_config=logging_config(log_level),
+        loop="app.server:new_event_loop",
+        http=GuardedH11Protocol,
+        # uvicorn answers 503 to requests past this many connections or tasks in flight; our
+        # protocol refuses connections past the cap before that.
+        limit_concurrency=fds.connections + 1,
+        backlog=fds.backlog,
+        timeout_keep_alive=settings.keep_alive_s,
+        max_connections=fds.connections,
+        header_timeout_s=settings.header_timeout_s,
+        body_timeout_s=settings.body_timeout_s,
+    )
+
+
+def run(settings: Settings, host: str, port: int, workers: int, log_level: str) -> None:
+    """Serve until stopped; what uvicorn.run does, with our Config and protocol."""
+    from uvicorn.supervisors import Multiprocess
+
+    config = build_config(settings, host, port, workers, log_level)
+    if workers > 1:
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return
+    server = uvicorn.Server(config)
+    server.run()
+    if not server.started:
+        sys.exit(3)  # uvicorn's STARTUP_FAILURE
