@@ -34,9 +34,9 @@ def evaluate(
     ctx: click.Context, qrels: Path, queries: Path, mode: str, principal_id: str, as_json: bool
 ) -> None:
     """Measure relevance of the indexed items against judged queries (BEIR TSV + JSONL)."""
+    s = searcher(ctx)  # configuration first: a bad setting is reported before any file
     judged = read_qrels(qrels)
     texts = read_queries(queries, set(judged))
-    s = searcher(ctx)
     principal = s.principal(principal_id)
     runs: dict[str, list[str]] = {}
     with Progress(console=Console(stderr=True), transient=True) as progress:

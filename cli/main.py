@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from cli.admin import acl, delete, index_cmd, principal, token
@@ -12,9 +15,24 @@ from cli.mcp import mcp_cmd
 from cli.ops import indices, reindex, status
 from cli.search import facets, related, search, show
 from cli.serve import serve
+from suli.settings import is_settings_error, settings_error_line
 
 
-@click.group()
+class SuliGroup(click.Group):
+    """The CLI's edge: a bad SULI_* setting, wherever a command reads Settings, is one line
+    naming the variable and its fix, exit 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ValueError as e:  # pydantic's ValidationError and SettingsError are ValueErrors
+            if not is_settings_error(e):
+                raise
+            click.echo(f"Error: {settings_error_line(e)}", err=True)  # type: ignore[arg-type]
+            sys.exit(2)
+
+
+@click.group(cls=SuliGroup)
 @click.version_option(package_name="suli")
 @click.option("--backend", type=click.Choice(["embedded", "opensearch"]), help="Env: SULI_BACKEND.")
 @click.option("--opensearch-url", help="Comma-separated node URLs. Env: SULI_OPENSEARCH_URL.")

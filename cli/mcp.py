@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.context import searcher, settings
+from cli.context import searcher
 from cli.output import handle_errors
 from suli.auth import authenticate
 
@@ -22,11 +22,7 @@ def mcp_cmd(ctx: click.Context, token: str) -> None:
     """Serve library_search and library_related over MCP stdio (for an agent's MCP client)."""
     from app.mcp_server import run_stdio
 
-    try:
-        settings(ctx)  # bad configuration: exit 2 with the reason
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    s = searcher(ctx)
+    s = searcher(ctx)  # a bad setting ends here: one line, exit 2 (cli.main.SuliGroup)
     # Fail at start with a clear message (exit 1) rather than on the agent's first call.
     principal, _ = authenticate(s.backend, token)
     click.echo(f"suli mcp: serving as {principal.id} ({principal.kind}) on stdio", err=True)

