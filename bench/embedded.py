@@ -200,7 +200,8 @@ def run(n: int, queries: int, seed: int, workdir: Path) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         vector_search(vis)
         after.append(((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000))
-        backend.delete(items[0].workspace, [it.id for it in items])  # the store stays as --dir keeps it
+        # The store stays as --dir keeps it.
+        backend.delete(items[0].workspace, [it.id for it in items])
 
     after: list[tuple[float, float]] = []
     for _ in range(5):

@@ -14,6 +14,9 @@ after workspace B writes (a) `natural`: another sample workspace of the same kin
 wants to push that word's weight down). Reported: the share of queries whose top-10 order or
 top-10 set changed, and the mean number of top-10 positions that changed. The vector leg reads
 no corpus statistics, so any change comes from the text leg. FakeEmbedder: no model download.
+`bm25` is the text leg with ties ordered by id: the pure effect of the statistics; `text` and
+`hybrid` are what the service answers, where items of equal score also keep the engine's
+internal order (OpenSearch: Lucene doc ids, which segment merges renumber).
 """
 
 from __future__ import annotations
@@ -28,15 +31,18 @@ from uuid import uuid4
 
 from indexer.pipeline import index_items
 from suli import sample
+from suli.backends.base import LegQuery
 from suli.core import open_backend
 from suli.embedding import FakeEmbedder
-from suli.models import Item, Principal
+from suli.models import Filters, Item, Principal
 from suli.service import Searcher
 from suli.settings import Settings
 from suli.text import ENGLISH_STOPWORDS, words
 from suli.validate import search_request
+from suli.visibility import visibility_for
 
 A, B = sample.WORKSPACE, "ws_bench_b"
+MODES = ("bm25", "text", "hybrid")
 ME = Principal("prn_bench_reader", A, "person", ())
 
 
@@ -47,11 +53,26 @@ def queries(items: Sequence[Item], n: int, rng: random.Random) -> list[str]:
     return [" ".join(rng.sample(vocab, 2)) for _ in range(n)]
 
 
+TITLES: dict[str, str] = {}  # A's items: id -> title, to prove no result comes from B
+
+
 def top(searcher: Searcher, qs: Sequence[str], mode: str) -> dict[str, list[str]]:
-    return {
-        q: [r.id for r in searcher.search(ME, search_request(q, mode=mode, limit=10)).results]
-        for q in qs
-    }
+    """A's top 10. `text`/`hybrid`: as the service serves them (equal scores keep the
+    backend's order, which a segment merge can change); `bm25`: the text leg with equal
+    scores ordered by id, so only a change of scores (corpus statistics) moves it."""
+    out: dict[str, list[str]] = {}
+    for q in qs:
+        if mode == "bm25":
+            vis = visibility_for(ME, [])
+            hits = searcher.backend.search(LegQuery(vis, Filters(), q, None, 100)).text
+            ranked = sorted(hits, key=lambda h: (-round(h.score, 5), h.id))[:10]
+            out[q] = [h.id for h in ranked]
+            continue
+        results = searcher.search(ME, search_request(q, mode=mode, limit=10)).results
+        # B reuses A's ids (its own id space): a title tells whose item came back.
+        assert all(TITLES.get(r.id) == r.title for r in results), "a result of B leaked"
+        out[q] = [r.id for r in results]
+    return out
 
 
 def compare(before: dict[str, list[str]], after: dict[str, list[str]]) -> str:
@@ -99,10 +120,11 @@ def main() -> None:
         ws = sample.build(args.items, seed=args.seed)
         searcher.backend.put_principals([ME])
         load(searcher, ws.items)
+        TITLES.update({it.id: it.title for it in ws.items})
         qs = queries(ws.items, args.queries, rng)
-        base = {m: top(searcher, qs, m) for m in ("text", "hybrid")}
+        base = {m: top(searcher, qs, m) for m in MODES}
         print(f"backend {args.backend}; workspace A: {len(ws.items)} items; {len(qs)} queries")
-        for m in ("text", "hybrid"):  # control: the same searches again, nothing written
+        for m in MODES:  # control: the same searches again, nothing written
             print(f"control     B={0:>5} {m:<6}: {compare(base[m], top(searcher, qs, m))}")
         # (a) natural: B is another workspace of the same kind, growing.
         other = sample.build(args.items * 3, seed=args.seed + 1)
@@ -110,7 +132,7 @@ def main() -> None:
         for size in (args.items // 4, args.items, args.items * 3):
             load(searcher, [replace(it, workspace=B) for it in other.items[done:size]])
             done = size
-            for m in ("text", "hybrid"):
+            for m in MODES:
                 print(f"natural     B={size:>5} {m:<6}: {compare(base[m], top(searcher, qs, m))}")
         # (b) adversarial: B writes items made of the first word of every query.
         spam = [
@@ -119,7 +141,7 @@ def main() -> None:
             for k in range(20)
         ]
         load(searcher, spam)
-        for m in ("text", "hybrid"):
+        for m in MODES:
             print(f"adversarial B+={len(spam):>4} {m:<6}: {compare(base[m], top(searcher, qs, m))}")
     finally:
         if args.backend == "opensearch":

@@ -9,12 +9,14 @@ from uuid import uuid4
 import pytest
 from opensearchpy import OpenSearch
 
+from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder
-from suli.models import BoardAcl, Item, Principal
+from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
+from suli.visibility import Visibility
 
-from .helpers import KeyedEmbedder, MakeSearcher, World
+from .helpers import WS, KeyedEmbedder, MakeSearcher, World, item, principal
 from .suite import BackendContract
 
 
@@ -58,6 +60,30 @@ class TestOpenSearchContract(BackendContract):
             os_client.indices.delete(index=",".join(names), ignore=[404])
         for backend in made:
             backend.close()
+
+
+def test_equal_scores_come_back_by_id_not_in_storage_order(
+    opensearch_url: str, os_client: OpenSearch
+) -> None:
+    """Lucene returns ties in doc-id order, which any write's segment merges (another
+    workspace's too) can renumber; the legs order ties by item id, so the answer is stable."""
+    name = f"test-{uuid4().hex}"
+    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
+    emb = KeyedEmbedder()
+    world = World(OpenSearchBackend(settings, emb.dimension, emb.name), emb, settings, lambda: None)
+    world.refresh = world.backend.refresh
+    try:
+        world.backend.ensure_ready()  # type: ignore[attr-defined]
+        world.load([item("itm_2", "Quokka notes")], [principal("prn_a")])  # first segment
+        world.load([item("itm_1", "Quokka notes")])  # a later segment: a higher doc id
+        vis = Visibility(WS, "prn_a", frozenset())
+        legs = world.backend.search(LegQuery(vis, Filters(), "quokka", [1.0] * emb.dimension, 10))
+        assert [h.id for h in legs.text] == [h.id for h in legs.vector] == ["itm_1", "itm_2"]
+        for mode in ("text", "hybrid"):
+            assert world.ids("prn_a", "quokka notes", mode=mode) == ["itm_1", "itm_2"]
+    finally:
+        os_client.indices.delete(index=f"{name}*", ignore=[404])
+        world.backend.close()
 
 
 def test_a_token_without_a_recorded_workspace_still_gets_its_acls(
