@@ -1,4 +1,8 @@
-"""The service's /mcp endpoint: bearer auth and rate limits, then the SDK's streamable HTTP."""
+"""The service's /mcp endpoint: bearer auth and rate limits, then the SDK's streamable HTTP.
+
+Long-lived GET streams are bounded: a few per principal, re-authenticated and charged against
+the rate limit while open, closed when their token stops being good.
+"""
 
 from __future__ import annotations
 
@@ -54,10 +58,6 @@ class OpenStreams:
             self._open[key] -= 1
             if self._open[key] <= 0:
                 del self._open[key]
-
-    def count(self, key: str) -> int:
-        with self._lock:
-            return self._open[key]
 
 
 class McpEndpoint:
