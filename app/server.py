@@ -133,7 +133,7 @@ class GuardedH11Protocol(H11Protocol):
         now = time.monotonic()
         if now - cls._last_refused_log >= REFUSED_LOG_EVERY_S:
             log.warning(
-                "connection limit reached (%d open): refused %d connection(s)",
+                "connection limit reached (%d open): refused %d connection(s) since the last warning",
                 len(self.connections) - 1,
                 cls._refused,
             )
