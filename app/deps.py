@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, get_origin
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.runtime import Runtime, run_blocking
-from suli.auth import open_session
-from suli.errors import Forbidden, Unauthorized
+from app.schemas import FacetsQuery
+from app.tokens import client_address, session_for
+from suli.errors import Forbidden, InvalidInput, Unauthorized
 from suli.models import BoardAcl, Principal
 from suli.service import Deadline, Searcher
 from suli.settings import Settings
@@ -57,6 +58,22 @@ async def get_deadline(settings: SettingsDep) -> Deadline:
 DeadlineDep = Annotated[Deadline, Depends(get_deadline)]
 
 
+# Query parameters that may repeat (the list filters: `?tag=a&tag=b`); any other is taken once.
+REPEATABLE = frozenset(
+    name for name, f in FacetsQuery.model_fields.items() if get_origin(f.annotation) is list
+)
+
+
+async def single_valued(request: Request) -> None:
+    """422 for a repeated scalar query parameter (`?limit=5&limit=6`), which would otherwise
+    silently mean its last value."""
+    seen: set[str] = set()
+    for key, _ in request.query_params.multi_items():
+        if key in seen and key not in REPEATABLE:
+            raise InvalidInput(f"{key}: given more than once; give it once", key)
+        seen.add(key)
+
+
 @dataclass(frozen=True)
 class Caller:
     principal: Principal
@@ -65,6 +82,7 @@ class Caller:
 
 
 async def get_caller(
+    request: Request,
     runtime: RuntimeDep,
     deadline: DeadlineDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
@@ -72,9 +90,8 @@ async def get_caller(
     """The principal behind the bearer token (401 otherwise), counted by the rate limiter."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
-    searcher = await open_searcher(runtime, deadline)
-    session = await run_blocking(
-        open_session, searcher.backend, credentials.credentials, deadline=deadline
+    session = await session_for(
+        runtime, credentials.credentials, client_address(request.scope), deadline
     )
     principal = session.principal
     assert principal is not None

@@ -54,8 +54,22 @@ def status_of(exc: SuliError) -> int:
     return next((s for t, s in STATUS.items() if isinstance(exc, t)), 500)
 
 
+# What a caller is told when the backend fails. The backend's own message can hold its URL, the
+# store's path or an index name (internals, and this answer also goes to callers without a
+# valid token); it is logged instead (on_suli_error, the MCP edge).
+UNAVAILABLE = "the search backend is unavailable; the service retries by itself, retry shortly"
+
+
+def public_error(exc: SuliError) -> SuliError:
+    """The error as a caller may see it: backend faults without their internals."""
+    if isinstance(exc, BackendUnavailable) and not getattr(exc, "public", False):
+        return BackendUnavailable(UNAVAILABLE)
+    return exc
+
+
 def suli_error_response(exc: SuliError) -> JSONResponse:
     """The response for a core error, with Retry-After for rate limits."""
+    exc = public_error(exc)
     headers: dict[str, str] = {}
     extra: dict[str, Any] = {}
     if isinstance(exc, RateLimited):

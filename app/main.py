@@ -6,9 +6,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from app import errors, mcp_server, routes_admin, routes_ops, routes_search, web
+from app.deps import single_valued
 from app.metrics import MetricsMiddleware
 from app.runtime import Runtime
 from suli.service import Searcher
@@ -50,6 +51,7 @@ def create_app(
             '`{"error": {"code", "message", "field"?}}`.'
         ),
         lifespan=lifespan,
+        dependencies=[Depends(single_valued)],
     )
     app.state.runtime = runtime
     errors.install(app)

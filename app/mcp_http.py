@@ -1,4 +1,8 @@
-"""The service's /mcp endpoint: bearer auth and rate limits, then the SDK's streamable HTTP."""
+"""The service's /mcp endpoint: bearer auth and rate limits, then the SDK's streamable HTTP.
+
+Long-lived GET streams are bounded: a few per principal, re-authenticated and charged against
+the rate limit while open, closed when their token stops being good.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from app.errors import suli_error_response
 from app.runtime import Runtime, run_blocking
+from app.tokens import client_address, session_for
 from suli.auth import authenticate
 from suli.errors import BackendUnavailable, RateLimited, SuliError, Unauthorized
 from suli.models import Principal
@@ -53,10 +58,6 @@ class OpenStreams:
             self._open[key] -= 1
             if self._open[key] <= 0:
                 del self._open[key]
-
-    def count(self, key: str) -> int:
-        with self._lock:
-            return self._open[key]
 
 
 class McpEndpoint:
@@ -100,10 +101,9 @@ class McpEndpoint:
             token = _bearer(scope)
             if token is None:
                 raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
-            searcher = await run_blocking(self.runtime.searcher, deadline=deadline)
-            principal, _ = await run_blocking(
-                authenticate, searcher.backend, token, deadline=deadline
-            )
+            session = await session_for(self.runtime, token, client_address(scope), deadline)
+            principal = session.principal
+            assert principal is not None
             self.runtime.limiter.check(principal.id)
             stream = scope.get("method") == "GET"
             cap = self.runtime.settings.mcp_streams_per_principal
@@ -127,6 +127,8 @@ class McpEndpoint:
 
     async def _refuse(self, e: SuliError, scope: Scope, receive: Receive, send: Send) -> None:
         self.runtime.metrics.rejected.labels(code=e.code).inc()
+        if isinstance(e, BackendUnavailable):
+            log.warning("MCP request refused: %s", e.message)
         response = suli_error_response(e)
         if isinstance(e, Unauthorized):
             response.headers["WWW-Authenticate"] = "Bearer"

@@ -17,8 +17,9 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from starlette.routing import Route
 
 from app.mcp_http import PRINCIPAL_KEY, McpEndpoint
@@ -62,6 +63,7 @@ Limit = Annotated[
     Field(
         description=f"How many results at most, 1 to {MAX_LIMIT} (default 10).",
         json_schema_extra=_LIMIT,
+        strict=True,  # a JSON number: `true` is not 1
     ),
 ]
 MaxResults = Annotated[
@@ -69,6 +71,7 @@ MaxResults = Annotated[
     Field(
         description="Alias of `limit`; when both are given the smaller one applies.",
         json_schema_extra=_LIMIT,
+        strict=True,
     ),
 ]
 
@@ -234,10 +237,36 @@ def _root_logging_kept() -> Iterator[None]:
         root.setLevel(level)
 
 
+class SuliMCPServer(MCPServer):
+    """The SDK's server, with argument type errors answered like every other bad argument.
+
+    The SDK checks arguments against the tool's schema before our code runs and answers a
+    mismatch (`limit: "ten"`) with text only; here it gets the structured error of
+    mcp_tools.failure, naming the field.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if not isinstance(e.__cause__, ValidationError):
+                raise
+            return failure(invalid_argument(e.__cause__))
+
+
+def invalid_argument(e: ValidationError) -> InvalidInput:
+    """The first schema error as InvalidInput naming the argument."""
+    first = e.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "arguments"
+    return InvalidInput(f"{field}: {first['msg']}", field)
+
+
 def build_server(access: Access) -> MCPServer:
     """The MCP server with both tools, answering for whoever `access` says is calling."""
     with _root_logging_kept():
-        server: MCPServer = MCPServer(
+        server: MCPServer = SuliMCPServer(
             name="suli", title="Suli work library", instructions=INSTRUCTIONS, log_level="WARNING"
         )
 
@@ -275,6 +304,7 @@ def build_server(access: Access) -> MCPServer:
             Field(
                 description="Only items active in the last N days (1 to 3650); not with since.",
                 json_schema_extra={"minimum": 1, "maximum": 3650},
+                strict=True,
             ),
         ] = None,
         regex: Annotated[

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from app.errors import error_body
+from app.errors import error_body, public_error
 from app.respond import CursorAt, fit
 from app.schemas import SearchOut
 from suli.errors import (
@@ -30,6 +31,8 @@ from suli.errors import (
 from suli.models import SearchResponse
 from suli.render import response_json
 from suli.validate import MAX_LIMIT
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 10
 # Argument names agents often guess, mapped to ours, for the "did you mean" of an unknown one.
@@ -225,6 +228,9 @@ def failure(e: SuliError) -> CallToolResult:
     The structured content is the HTTP API's one error shape (clients skip output-schema
     checks on error results).
     """
+    if isinstance(e, BackendUnavailable):
+        log.warning("MCP tool call failed: %s", e.message)
+    e = public_error(e)
     field = e.field if isinstance(e, InvalidInput) else None
     extra: dict[str, Any] = {}
     if isinstance(e, RateLimited):

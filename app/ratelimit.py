@@ -34,6 +34,13 @@ class RateLimiter:
 
     def check(self, key: str) -> None:
         """Count one request for key; nothing is counted when it is refused."""
+        self._admit(key, count=True)
+
+    def peek(self, key: str) -> None:
+        """Raise RateLimited when key's next request would be refused; count nothing."""
+        self._admit(key, count=False)
+
+    def _admit(self, key: str, *, count: bool) -> None:
         with self._lock:
             now = self.clock()
             day = int(now // DAY_S)
@@ -52,11 +59,13 @@ class RateLimiter:
             tokens = min(float(self.per_minute), tokens + (now - at) * self._rate)
             if tokens < 1.0:
                 wait = max(1, math.ceil((1.0 - tokens) / self._rate))
-                self._buckets[key] = (tokens, now)
+                if count:
+                    self._buckets[key] = (tokens, now)
                 raise RateLimited(
                     f"limit of {self.per_minute} requests per minute reached; retry after {wait}s",
                     limit=self.per_minute,
                     retry_after=wait,
                 )
-            self._buckets[key] = (tokens - 1.0, now)
-            self._days[key] = (day, used + 1)
+            if count:
+                self._buckets[key] = (tokens - 1.0, now)
+                self._days[key] = (day, used + 1)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, NoReturn
 
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -13,7 +14,15 @@ from app.schemas import HealthOut, ReadyOut, error_responses
 from suli.errors import BackendUnavailable, SuliError
 from suli.service import Deadline
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["operations"])
+
+
+class NotReady(BackendUnavailable):
+    """A readiness answer: its message is already free of internals (app.errors.public_error)."""
+
+    public = True
+
 
 READY_TIMEOUT_S = 5.0  # a readiness probe must answer well within a probe's usual period
 
@@ -28,28 +37,38 @@ async def healthz() -> dict[str, Any]:
     "/readyz",
     response_model=ReadyOut,
     responses=error_responses(503),
-    summary="Readiness: OpenSearch reachable and the items alias present",
+    summary="Readiness: the backend answers and its index is usable",
 )
 async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
-    """200 only when the backend answers and its index (alias) exists; 503 otherwise."""
+    """200 only when the backend answers and its index (alias) exists; 503 otherwise.
+
+    It needs no token, so it names no internals (item counts, store path, index or model names,
+    URLs): a reason in a few words; the details go to the service log.
+    """
     deadline = Deadline(min(READY_TIMEOUT_S, runtime.settings.deadline_s))
     try:
         searcher = await run_blocking(runtime.searcher, deadline=deadline)
         info = await run_blocking(searcher.backend.ping, deadline=deadline)
     except SuliError as e:
-        raise BackendUnavailable(f"not ready: {e.message}") from e
+        _not_ready("the search backend does not answer", e.message)
     except Exception as e:  # any client fault here means "not ready", never a 500
-        raise BackendUnavailable(f"not ready: {e.__class__.__name__}: {e}") from e
+        _not_ready("the search backend does not answer", f"{e.__class__.__name__}: {e}")
     if "index" in info and not info["index"]:
-        raise BackendUnavailable(f"not ready: alias {info.get('alias')!r} points at no index")
+        _not_ready("the items index is missing", f"alias {info.get('alias')!r} points at no index")
     model = searcher.embedder.name
     if info.get("model") and info["model"] != model:
         # After a reindex to another model, query vectors from this process would not match.
-        raise BackendUnavailable(
-            f"not ready: index {info['index']!r} holds vectors of model {info['model']!r} but "
-            f"this service embeds queries with {model!r}; restart it with SULI_EMBEDDER set to match"
+        _not_ready(
+            "the index was built with another embedding model than this service uses",
+            f"index {info['index']!r} holds vectors of model {info['model']!r} but this service "
+            f"embeds queries with {model!r}; restart it with SULI_EMBEDDER set to match",
         )
-    return {"status": "ready", "backend": info}
+    return {"status": "ready"}
+
+
+def _not_ready(reason: str, detail: str) -> NoReturn:
+    log.warning("not ready: %s", detail)
+    raise NotReady(f"not ready: {reason}")
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

@@ -56,6 +56,8 @@ class Runtime:
         self.settings = settings
         self.metrics = Metrics()
         self.limiter = RateLimiter(settings.rate_per_minute, settings.rate_per_day)
+        # Invalid tokens per client address (app.tokens); the daily quota does not apply.
+        self.bad_tokens = RateLimiter(settings.bad_token_per_minute, 10**9)
         self._searcher = searcher
         self._opener = opener
         self._owned = False  # close only what this runtime built

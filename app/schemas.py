@@ -21,6 +21,11 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# JSON bodies are typed by the client: a number must be a JSON number (`limit: true` or "5" is
+# a 422 naming the field, not 1 or 5). Query strings are text, so their models stay lax.
+_STRICT_BODY = ConfigDict(extra="forbid", strict=True)
+
+
 # ---- requests ----------------------------------------------------------------------------
 
 
@@ -84,6 +89,8 @@ class SearchQuery(FacetsQuery, _SearchOptions):
 class SearchBody(_Filters, _SearchOptions):
     """Body of POST /api/v1/search; a filter takes one value, a comma list or a JSON list."""
 
+    model_config = _STRICT_BODY
+
     kind: str | list[str] | None = None
     outcome: str | list[str] | None = None
     board: str | list[str] | None = None
@@ -94,6 +101,8 @@ class SearchBody(_Filters, _SearchOptions):
 
 class RelatedBody(_In):
     """Related items for a visible item (item_id) or for an unsaved card (title, spec, references)."""
+
+    model_config = _STRICT_BODY
 
     item_id: str | None = Field(None, max_length=128)
     title: str | None = Field(None, max_length=1000)
@@ -106,6 +115,8 @@ class RelatedBody(_In):
 class BoardAclBody(_In):
     """A board's ACL; the workspace defaults to the admin's own."""
 
+    model_config = _STRICT_BODY
+
     workspace: str | None = None
     name: str = ""
     members: list[str] = Field(default_factory=list)
@@ -114,6 +125,8 @@ class BoardAclBody(_In):
 
 class PrincipalBody(_In):
     """A person or agent; the workspace defaults to the admin's own."""
+
+    model_config = _STRICT_BODY
 
     workspace: str | None = None
     kind: Literal["person", "agent"] = "person"
@@ -275,7 +288,6 @@ class HealthOut(BaseModel):
 
 class ReadyOut(BaseModel):
     status: str
-    backend: dict[str, Any]
 
 
 class ErrorDetail(BaseModel):

@@ -133,7 +133,7 @@ class GuardedH11Protocol(H11Protocol):
         now = time.monotonic()
         if now - cls._last_refused_log >= REFUSED_LOG_EVERY_S:
             log.warning(
-                "connection limit reached (%d open): refused %d connection(s)",
+                "connection limit reached (%d open): refused %d connection(s) since the last warning",
                 len(self.connections) - 1,
                 cls._refused,
             )
@@ -276,10 +276,13 @@ def run(settings: Settings, host: str, port: int, workers: int, log_level: str) 
     from uvicorn.supervisors import Multiprocess
 
     config = build_config(settings, host, port, workers, log_level)
-    if workers > 1:
-        Multiprocess(config, sockets=[config.bind_socket()]).run()
-        return
     server = uvicorn.Server(config)
-    server.run()
+    try:
+        if workers > 1:
+            Multiprocess(config, sockets=[config.bind_socket()]).run()
+            return
+        server.run()
+    except KeyboardInterrupt:  # Ctrl-C after a graceful shutdown: a normal stop, as in uvicorn.run
+        return
     if not server.started:
         sys.exit(3)  # uvicorn's STARTUP_FAILURE

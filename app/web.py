@@ -15,11 +15,11 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from app.deps import RuntimeDep
-from app.errors import status_of
+from app.errors import public_error, status_of
 from app.runtime import Runtime, run_blocking
+from app.tokens import client_address, session_for
 from app.web_view import HERE, LIMITS, Form, environment, facet_options, next_path
-from suli.auth import authenticate
-from suli.errors import Forbidden, InvalidInput, SuliError, Unauthorized
+from suli.errors import Forbidden, InvalidInput, RateLimited, SuliError, Unauthorized
 from suli.models import Principal
 from suli.render import facets_json, item_json, response_json
 from suli.service import Deadline, Searcher
@@ -65,7 +65,12 @@ def _error_page(request: Request, e: SuliError, who: Principal | None) -> HTMLRe
         504: "Search took too long",
     }
     context = {"who": who, "title": titles.get(status, "Something went wrong"), "error": e}
-    return _page(request, "error.html", context, status)
+    if status >= 500:  # the page says what happened, never the backend's internals
+        context["error"] = public_error(e)
+    page = _page(request, "error.html", context, status)
+    if isinstance(e, RateLimited):
+        page.headers["Retry-After"] = str(e.retry_after)
+    return page
 
 
 def _to_signin(request: Request) -> RedirectResponse:
@@ -80,13 +85,13 @@ async def _caller(
     token = request.cookies.get(COOKIE)
     if not token:
         return None
-    searcher = await run_blocking(runtime.searcher, deadline=deadline)
     try:
-        principal, _ = await run_blocking(authenticate, searcher.backend, token, deadline=deadline)
+        session = await session_for(runtime, token, client_address(request.scope), deadline)
     except Unauthorized:
         return None
-    runtime.limiter.check(principal.id)
-    return searcher, principal
+    assert session.principal is not None
+    runtime.limiter.check(session.principal.id)
+    return await run_blocking(runtime.searcher, deadline=deadline), session.principal
 
 
 def _same_origin(request: Request) -> None:
@@ -125,8 +130,7 @@ async def signin(request: Request, runtime: RuntimeDep) -> Response:
         _same_origin(request)
         if not token:
             raise Unauthorized("enter your API token")
-        searcher = await run_blocking(runtime.searcher, deadline=deadline)
-        await run_blocking(authenticate, searcher.backend, token, deadline=deadline)
+        await session_for(runtime, token, client_address(request.scope), deadline)
     except Unauthorized as e:
         context = {"who": None, "next": nxt, "error": e.message}
         return _page(request, "signin.html", context, 401)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -122,3 +123,5 @@ def test_service_survives_a_flood_of_partial_requests_and_recovers(serve: Serve)
         time.sleep(0.1)
     assert answer == 200, f"/healthz after the flood: {answer}"
     assert serve.proc.poll() is None
+    serve.proc.send_signal(signal.SIGINT)  # and it still stops cleanly, exit 0
+    assert serve.proc.wait(30) == 0
