@@ -155,3 +155,43 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:
             pass
         time.sleep(0.2)
     raise AssertionError("suli serve did not become ready")
+
+
+READS = [
+    ["show", "itm_checklist"],
+    ["related", "itm_checklist", "--limit", "5"],
+    ["related", "--title", "Roll back a deploy", "--spec", "checklist", "--ref", "itm_rollback"],
+    ["facets"],
+    ["facets", "--outcome", "approved,completed", "--tag", "deploy"],
+]
+
+
+@pytest.mark.parametrize("args", READS, ids=" ".join)
+def test_every_read_command_asks_a_running_service(
+    world: World, live_url: str, tmp_path: Path, args: list[str]
+) -> None:
+    env = {**env_for(world, tmp_path), "SULI_PRINCIPAL": ""}
+    token = world.tokens["ana"]
+    local = run([*args, "--as", "prn_ana", "--json"], env)
+    # SULI_URL/SULI_TOKEN, as a user would export them.
+    remote = run([*args, "--json"], {**env, "SULI_URL": live_url, "SULI_TOKEN": token})
+    assert local.exit_code == remote.exit_code == 0, remote.output
+    mine, theirs = json.loads(local.stdout), json.loads(remote.stdout)
+    mine.pop("timings_ms", None)
+    theirs.pop("timings_ms", None)
+    assert theirs == mine
+    assert (
+        run([*args, "--url", live_url, "--token", token], env).stdout
+        == run([*args, "--as", "prn_ana"], env).stdout
+    )
+
+
+def test_remote_show_of_an_invisible_item_is_not_found(
+    world: World, live_url: str, tmp_path: Path
+) -> None:
+    env = env_for(world, tmp_path)
+    out = run(["show", "itm_secret", "--url", live_url, "--token", world.tokens["ana"]], env)
+    assert out.exit_code == 1
+    assert "itm_secret" not in out.stdout
+    no_as = run(["show", "itm_checklist"], {**env, "SULI_PRINCIPAL": "", "SULI_URL": ""})
+    assert no_as.exit_code == 2 and "--as" in no_as.stderr
