@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from suli.backends import embedded_sql as q
-from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session
+from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session, TokenInfo
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
@@ -438,6 +438,28 @@ class EmbeddedBackend:
         if not n:
             raise NotFound("no such token")
         return int(n)
+
+    def list_principals(self) -> list[Principal]:
+        with self._tx() as c:
+            rows = c.execute("SELECT id, workspace, kind, groups_ FROM principals ORDER BY id")
+            return [Principal(i, w, k, tuple(json.loads(g))) for i, w, k, g in rows.fetchall()]
+
+    def list_acls(self) -> list[BoardAcl]:
+        with self._tx() as c:
+            rows = c.execute(
+                "SELECT board, workspace, name, members, groups_ FROM acls ORDER BY board"
+            ).fetchall()
+        return [
+            BoardAcl(b, w, n, tuple(json.loads(m)), tuple(json.loads(g))) for b, w, n, m, g in rows
+        ]
+
+    def list_tokens(self) -> list[TokenInfo]:
+        with self._tx() as c:
+            rows = c.execute(
+                "SELECT hash, principal_id, admin, created_at FROM tokens "
+                "ORDER BY principal_id, created_at"
+            ).fetchall()
+        return [TokenInfo(h, p, bool(a), str(t)) for h, p, a, t in rows]
 
     # ---- operations --------------------------------------------------------------------
 

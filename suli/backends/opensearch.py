@@ -24,7 +24,7 @@ from tenacity import (
 
 import mappings
 from suli.backends import opensearch_bodies as bodies
-from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session
+from suli.backends.base import BulkOutcome, Facets, Hit, LegQuery, LegResults, Session, TokenInfo
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
@@ -544,6 +544,30 @@ class OpenSearchBackend:
         except opensearchpy.NotFoundError:
             raise NotFound("no such token") from None
         return 1
+
+    def _all(self, doc_type: str) -> list[dict[str, Any]]:
+        """Every ACL-index document of one type (_id and _source); the index is small."""
+        body = {"size": 10_000, "query": {"term": {"doc_type": doc_type}}}
+        hits = self._search(body, f"{doc_type} listing", index=self.acl_index)["hits"]["hits"]
+        return [{**h["_source"], "_id": h["_id"]} for h in hits]
+
+    def list_principals(self) -> list[Principal]:
+        return sorted((_principal(s) for s in self._all("principal")), key=lambda p: p.id)
+
+    def list_acls(self) -> list[BoardAcl]:
+        return sorted((_acl(s) for s in self._all("acl")), key=lambda a: a.board)
+
+    def list_tokens(self) -> list[TokenInfo]:
+        got = [
+            TokenInfo(
+                s["_id"].removeprefix("token:"),
+                s["principal_id"],
+                bool(s.get("admin")),
+                str(s.get("created_at") or ""),
+            )
+            for s in self._all("token")
+        ]
+        return sorted(got, key=lambda t: (t.principal_id, t.created_at))
 
     def ping(self) -> dict[str, object]:
         health = _wrap(lambda: self.client.cluster.health(), "health")
