@@ -195,3 +195,15 @@ def test_remote_show_of_an_invisible_item_is_not_found(
     assert "itm_secret" not in out.stdout
     no_as = run(["show", "itm_checklist"], {**env, "SULI_PRINCIPAL": "", "SULI_URL": ""})
     assert no_as.exit_code == 2 and "--as" in no_as.stderr
+
+
+def test_admin_lists_on_opensearch(world: World, tmp_path: Path) -> None:
+    env = env_for(world, tmp_path)
+    principals = json.loads(run(["principal", "list", "--json"], env).stdout)
+    assert "prn_ana" in [p["id"] for p in principals]
+    assert [p["id"] for p in principals] == sorted(p["id"] for p in principals)
+    boards = json.loads(run(["acl", "list", "--json"], env).stdout)
+    assert boards and all(b["board"] and b["workspace"] for b in boards)
+    tokens = json.loads(run(["token", "list", "--json"], env).stdout)
+    assert len(tokens) >= len(world.tokens) and all(len(t["hash"]) == 64 for t in tokens)
+    assert not {t["hash"] for t in tokens} & set(world.tokens.values())
