@@ -18,7 +18,7 @@ from cli.remote import (
     token_option,
     url_option,
 )
-from suli.render import facets_json, item_json, response_json
+from suli.render import DERIVED_FIELDS, facets_json, item_json, response_json
 from suli.service import Card
 from suli.validate import search_request
 
@@ -98,7 +98,7 @@ def show(
         item, res = s.get(s.principal(need_principal(principal_id, url)), item_id)
         body = item_json(item, res.superseded_by)
     if as_json:
-        emit_json(body)
+        emit_json({**body, "derived": list(DERIVED_FIELDS)})
         return
     click.echo(f"{body['title']}  [{body['outcome'] or '-'}] ({body['scope']})")
     for key in ("id", "kind", "board", "agent", "url", "last_activity_at"):

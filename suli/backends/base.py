@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -190,6 +190,10 @@ class Backend(Protocol):
     def list_acls(self) -> list[BoardAcl]: ...
 
     def list_tokens(self) -> list[TokenInfo]: ...
+
+    def all_items(self) -> Iterator[Item]:
+        """Every stored item, whatever its visibility, by id (`suli export`, an admin tool)."""
+        ...
 
     def ping(self) -> dict[str, object]: ...
 

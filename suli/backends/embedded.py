@@ -439,6 +439,20 @@ class EmbeddedBackend:
             raise NotFound("no such token")
         return int(n)
 
+    def all_items(self) -> Iterator[Item]:
+        last = ""
+        while True:  # pages by id: no transaction is held open while the caller writes
+            with self._tx() as c:
+                rows = c.execute(
+                    f"SELECT {q.SELECT_ITEM} FROM items i WHERE i.id > ? ORDER BY i.id LIMIT 500",
+                    (last,),
+                ).fetchall()
+            if not rows:
+                return
+            items = [q.row_item(r) for r in rows]
+            yield from items
+            last = items[-1].id
+
     def list_principals(self) -> list[Principal]:
         with self._tx() as c:
             rows = c.execute("SELECT id, workspace, kind, groups_ FROM principals ORDER BY id")

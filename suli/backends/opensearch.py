@@ -7,7 +7,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -544,6 +544,20 @@ class OpenSearchBackend:
         except opensearchpy.NotFoundError:
             raise NotFound("no such token") from None
         return 1
+
+    def all_items(self) -> Iterator[Item]:
+        body = {
+            "size": 500,
+            "query": {"match_all": {}},
+            "sort": [{"id": "asc"}],
+            "_source": {"excludes": bodies.SOURCE_EXCLUDES},
+        }
+        while True:  # search_after on the unique id: stable pages without a scroll context
+            hits = self._search(body, "export")["hits"]["hits"]
+            if not hits:
+                return
+            yield from (bodies.doc_to_item(h["_source"]) for h in hits)
+            body["search_after"] = hits[-1]["sort"]
 
     def _all(self, doc_type: str) -> list[dict[str, Any]]:
         """Every ACL-index document of one type (_id and _source); the index is small."""

@@ -207,3 +207,18 @@ def test_admin_lists_on_opensearch(world: World, tmp_path: Path) -> None:
     tokens = json.loads(run(["token", "list", "--json"], env).stdout)
     assert len(tokens) >= len(world.tokens) and all(len(t["hash"]) == 64 for t in tokens)
     assert not {t["hash"] for t in tokens} & set(world.tokens.values())
+
+
+def test_export_on_opensearch_writes_every_item_as_index_input(
+    world: World, tmp_path: Path
+) -> None:
+    from suli.validate import parse_item
+
+    env = env_for(world, tmp_path)
+    out = run(["export"], env)
+    assert out.exit_code == 0, out.output
+    rows = [json.loads(x) for x in out.stdout.splitlines()]
+    ids = [r["id"] for r in rows]
+    assert ids == sorted(ids) and "itm_secret" in ids and "itm_hidden" in ids  # all items
+    assert all(parse_item(r).id == r["id"] for r in rows)
+    assert f"exported {len(rows)} items from the OpenSearch index" in out.stderr
