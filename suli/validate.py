@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic.json_schema import JsonDict
 
 from suli.errors import InvalidInput
 from suli.models import (
@@ -56,8 +57,8 @@ class StationIn(_Strict):
 
 # JSON Schema for what the validators below check in code, so `suli schema item` accepts
 # exactly what validation does (docs/items.md; tests/unit/test_item_schema.py).
-_NON_BLANK = {"type": "string", "minLength": 1, "pattern": r"\S"}
-_UTC_OFFSET = {"pattern": r"([Zz]|[+-][0-9]{2}:?[0-9]{2})$"}
+_NON_BLANK: JsonDict = {"type": "string", "minLength": 1, "pattern": r"\S"}
+_UTC_OFFSET: JsonDict = {"pattern": r"([Zz]|[+-][0-9]{2}:?[0-9]{2})$"}
 
 
 class ItemIn(_Strict):
