@@ -32,6 +32,8 @@ def _suli() -> str:
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        # As uvicorn binds: a just-stopped demo's TIME_WAIT connections do not count as busy.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
