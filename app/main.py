@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import Depends, FastAPI
 
-from app import errors, mcp_server, routes_admin, routes_ops, routes_search, web
+from app import api_docs, errors, mcp_server, routes_admin, routes_ops, routes_search, web
 from app.deps import single_valued
 from app.metrics import MetricsMiddleware
 from app.runtime import Runtime
@@ -52,6 +52,8 @@ def create_app(
         ),
         lifespan=lifespan,
         dependencies=[Depends(single_valued)],
+        docs_url=None,  # served from package files by api_docs (works offline)
+        redoc_url=None,
     )
     app.state.runtime = runtime
     errors.install(app)
@@ -59,6 +61,7 @@ def create_app(
     app.include_router(routes_search.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)
+    api_docs.install(app)
     web.install(app)
     mcp_server.mount(app)
     return app

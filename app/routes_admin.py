@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from app.deps import AdminDep, RuntimeDep, SearcherDep
 from app.respond import Timer
@@ -27,6 +29,8 @@ from suli.service import Searcher
 from suli.validate import parse_acl, parse_item, parse_principal
 
 router = APIRouter(prefix="/api/v1", tags=["ingestion"])
+# POST /items: a single object is taken as a batch of one (what a user posting one item expects).
+_BATCH = TypeAdapter(Annotated[list[dict[str, Any]], Field(max_length=MAX_BATCH)])
 
 
 def _entries(
@@ -75,7 +79,18 @@ def _ingest(
     summary="Upsert items in bulk (admin)",
 )
 async def upsert_items(
-    items: Annotated[list[dict[str, Any]], Body(max_length=MAX_BATCH)],
+    items: Annotated[
+        Any,
+        Body(
+            description=f"An array of up to {MAX_BATCH} item objects, or one item object.",
+            json_schema_extra={
+                "anyOf": [
+                    {"type": "array", "items": {"type": "object"}, "maxItems": MAX_BATCH},
+                    {"type": "object"},
+                ]
+            },
+        ),
+    ],
     admin: AdminDep,
     searcher: SearcherDep,
     runtime: RuntimeDep,
@@ -84,14 +99,21 @@ async def upsert_items(
         bool, Query(description="Make the items searchable before answering.")
     ] = False,
 ) -> dict[str, Any]:
-    """A JSON array of items (DESIGN section 1). Valid items go in, invalid ones are reported:
-    every element gets `{index, id, status: indexed|rejected, reason}`.
+    """A JSON array of items (docs/items.md), or one item object (taken as a batch of one).
+    Valid items go in, invalid ones are reported: every element gets
+    `{index, id, status: indexed|rejected, reason}`.
 
     Not bound by the search deadline (a batch must not end half-written and unreported);
     its work is bounded by the batch size instead.
     """
     timer = Timer()
-    body = await run_blocking(_ingest, searcher, admin, items, refresh)
+    try:
+        batch = _BATCH.validate_python([items] if isinstance(items, dict) else items)
+    except ValidationError as e:  # the same 422 shape as any other body error
+        raise RequestValidationError(
+            [{**err, "loc": ("body", *err["loc"])} for err in e.errors()]
+        ) from None
+    body = await run_blocking(_ingest, searcher, admin, batch, refresh)
     runtime.metrics.items.labels(status="indexed").inc(body["indexed"])
     runtime.metrics.items.labels(status="rejected").inc(body["rejected"])
     return timer.done(body, response)

@@ -1,4 +1,5 @@
-"""Writes: `suli index`, `delete`, `acl load`, `principal load`, `token create|revoke`."""
+"""Writes: `suli index`, `delete`, `acl load|list`, `principal load|list`,
+`token create|list|revoke`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import IO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.context import searcher
+from cli.context import searcher, store_name
 from cli.output import emit_json, handle_errors, json_option
 from indexer.pipeline import Summary, index_stream, write_rejects
 from suli.auth import create_token, revoke_token
@@ -133,6 +134,35 @@ def acl_load(ctx: click.Context, file: str) -> None:
     click.echo(f"loaded {len(acls)} board ACLs", err=True)
 
 
+@acl.command("list")
+@click.option("--workspace", help="Only this workspace's boards.")
+@json_option
+@click.pass_context
+@handle_errors
+def acl_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
+    """List board ACLs: board, workspace, name, members, groups."""
+    acls = [a for a in searcher(ctx).backend.list_acls() if workspace in (None, a.workspace)]
+    rows = [
+        {
+            "board": a.board,
+            "workspace": a.workspace,
+            "name": a.name,
+            "members": list(a.members),
+            "groups": list(a.groups),
+        }
+        for a in acls
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(
+            f"{r['board']}  {r['workspace']}  {r['name'] or '-'}  members: "
+            f"{', '.join(r['members']) or '-'}  groups: {', '.join(r['groups']) or '-'}"
+        )
+    click.echo(f"{len(rows)} board ACLs in {store_name(ctx)}", err=True)
+
+
 @click.group()
 def principal() -> None:
     """Principals (people and agents)."""
@@ -149,19 +179,71 @@ def principal_load(ctx: click.Context, file: str) -> None:
     click.echo(f"loaded {len(ps)} principals", err=True)
 
 
+@principal.command("list")
+@click.option("--workspace", help="Only this workspace's principals.")
+@json_option
+@click.pass_context
+@handle_errors
+def principal_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
+    """List principals: id, workspace, kind, groups."""
+    ps = [p for p in searcher(ctx).backend.list_principals() if workspace in (None, p.workspace)]
+    rows = [
+        {"id": p.id, "workspace": p.workspace, "kind": p.kind, "groups": list(p.groups)} for p in ps
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        click.echo(
+            f"{r['id']}  {r['workspace']}  {r['kind']}  groups: {', '.join(r['groups']) or '-'}"
+        )
+    click.echo(f"{len(rows)} principals in {store_name(ctx)}", err=True)
+
+
 @click.group()
 def token() -> None:
     """API tokens (stored only as hashes)."""
 
 
 @token.command("create")
-@click.option("--principal", "principal_id", required=True)
+@click.argument("principal_arg", metavar="[PRINCIPAL]", required=False)
+@click.option("--principal", "principal_id", help="Whose token (or give PRINCIPAL).")
 @click.option("--admin", is_flag=True, help="May call ingestion and ACL routes.")
 @click.pass_context
 @handle_errors
-def token_create(ctx: click.Context, principal_id: str, admin: bool) -> None:
-    """Create a token; it is printed once and cannot be shown again."""
-    click.echo(create_token(searcher(ctx).backend, principal_id, admin))
+def token_create(
+    ctx: click.Context, principal_arg: str | None, principal_id: str | None, admin: bool
+) -> None:
+    """Create a token for PRINCIPAL; it is printed once and cannot be shown again."""
+    if principal_arg and principal_id and principal_arg != principal_id:
+        raise click.UsageError("give PRINCIPAL or --principal, not two different ones")
+    who = principal_arg or principal_id
+    if not who:
+        raise click.UsageError("Missing PRINCIPAL (e.g. suli token create prn_ana)")
+    click.echo(create_token(searcher(ctx).backend, who, admin))
+
+
+@token.command("list")
+@click.option("--principal", "principal_id", help="Only this principal's tokens.")
+@json_option
+@click.pass_context
+@handle_errors
+def token_list(ctx: click.Context, principal_id: str | None, as_json: bool) -> None:
+    """List stored tokens by hash (tokens themselves are never stored), owner and age."""
+    ts = [t for t in searcher(ctx).backend.list_tokens() if principal_id in (None, t.principal_id)]
+    rows = [
+        {"hash": t.hash, "principal": t.principal_id, "admin": t.admin, "created_at": t.created_at}
+        for t in ts
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        admin = "  admin" if r["admin"] else ""
+        click.echo(f"{r['hash']}  {r['principal']}  {r['created_at']}{admin}")
+    click.echo(
+        f"{len(rows)} tokens in {store_name(ctx)} (revoke: suli token revoke HASH)", err=True
+    )
 
 
 @token.command("revoke")

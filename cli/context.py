@@ -24,3 +24,11 @@ def searcher(ctx: click.Context) -> Searcher:
         obj["searcher"] = open_searcher(settings(ctx))
         ctx.call_on_close(obj["searcher"].backend.close)
     return obj["searcher"]  # type: ignore[no-any-return]
+
+
+def store_name(ctx: click.Context) -> str:
+    """Which store a command reads, for messages: backend and file or alias (and nodes)."""
+    s = settings(ctx)
+    if s.backend == "opensearch":
+        return f"the OpenSearch index {s.index_alias} at {s.opensearch_url}"
+    return f"the embedded store {s.sqlite_path}"

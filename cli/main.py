@@ -9,6 +9,7 @@ import click
 
 from cli.admin import acl, delete, index_cmd, principal, token
 from cli.cluster import cluster
+from cli.data import export, schema
 from cli.demo import demo
 from cli.evaluate import evaluate
 from cli.mcp import mcp_cmd
@@ -72,5 +73,7 @@ for command in (
     reindex,
     status,
     indices,
+    schema,
+    export,
 ):
     cli.add_command(command)

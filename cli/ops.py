@@ -206,19 +206,25 @@ def _report_lines(body: dict[str, Any]) -> list[str]:
     "rejects",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="Rejects files or folders to count (default: ./*.rejects.jsonl and $SULI_HOME/rejects).",
+    help="Rejects files or folders to count (default: $SULI_HOME/rejects).",
 )
 @json_option
 @click.pass_context
 @handle_errors
 def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None:
-    """Cluster health, nodes, the alias and its index, model, counts and pending rejects."""
+    """The store: on OpenSearch cluster health, nodes, the alias and its index; on the embedded
+    store its file; then model, counts and pending rejects."""
     from indexer.inventory import status as cluster_status
 
     settings = get_settings(ctx)
     model, dimension = _expected_model(settings)
+    # Only the named paths and $SULI_HOME/rejects: never whatever the current directory holds.
+    paths = list(rejects) or [rejects_dir(settings)]
+    if settings.backend != "opensearch":
+        body = _embedded_status(settings, model, dimension, paths)
+        emit_json(body) if as_json else _embedded_lines(body)
+        return
     backend = _opensearch(ctx, dimension, model)
-    paths = list(rejects) or [*Path.cwd().glob("*.rejects.jsonl"), rejects_dir(settings)]
     body = cluster_status(
         backend.client, backend.alias, (mappings.mapping_version(), model, dimension), paths
     )
@@ -228,6 +234,55 @@ def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None
         _status_lines(body)
     if body["cluster"]["status"] == "red":
         sys.exit(1)
+
+
+def _embedded_status(
+    settings: Settings, model: str, dimension: int, rejects: list[Path]
+) -> dict[str, Any]:
+    """The embedded store's status; a missing store file is reported, not created."""
+    from indexer.inventory import count_rejects
+    from suli.backends.embedded import EmbeddedBackend
+
+    path = settings.sqlite_path
+    pending = count_rejects(rejects)
+    body: dict[str, Any] = {
+        "backend": "embedded",
+        "path": str(path),
+        "exists": path.is_file(),
+        "model": model,
+        "dimension": dimension,
+        "rejects": {"files": pending, "total": sum(f["lines"] for f in pending)},
+        "notes": [],
+    }
+    if not path.is_file():
+        body["notes"].append(f"no store at {path}: run `suli index FILE` (or `suli demo`)")
+        return body
+    backend = EmbeddedBackend(path, dimension)
+    try:
+        body |= {
+            "items": backend.count(),
+            "principals": len(backend.list_principals()),
+            "boards": len(backend.list_acls()),
+            "tokens": len(backend.list_tokens()),
+        }
+    finally:
+        backend.close()
+    return body
+
+
+def _embedded_lines(b: dict[str, Any]) -> None:
+    click.echo(f"embedded store {b['path']}" + ("" if b["exists"] else " (missing)"))
+    if b["exists"]:
+        click.echo(
+            f"  {b['items']} items, {b['principals']} principals, {b['boards']} board ACLs, "
+            f"{b['tokens']} tokens; model {b['model']} ({b['dimension']} dims)"
+        )
+    r = b["rejects"]
+    click.echo(f"pending rejects: {r['total']} line(s)")
+    for f in r["files"]:
+        click.echo(f"  {f['lines']:>6}  {f['path']}")
+    for note in b["notes"]:
+        click.echo(f"note: {note}")
 
 
 def _status_lines(b: dict[str, Any]) -> None:
@@ -309,14 +364,27 @@ def _list(ctx: click.Context, as_json: bool) -> None:
         )
 
 
+def _interactive() -> bool:
+    """Whether a person can answer a prompt (a test swaps this for a yes)."""
+    return sys.stdin.isatty()
+
+
 @indices.command("drop")
 @click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a TTY).")
 @click.pass_context
 @handle_errors
-def indices_drop(ctx: click.Context, name: str) -> None:
-    """Delete an old physical index (never the live one)."""
+def indices_drop(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete an old physical index (never the live one); asks first unless --yes."""
     from indexer.inventory import drop
 
     backend = _opensearch(ctx)
+    if not yes:
+        if not _interactive():
+            raise InvalidInput(
+                f"yes: dropping {name} deletes its data; confirm with --yes (no terminal to ask)",
+                "yes",
+            )
+        click.confirm(f"Drop index {name} and all its documents?", abort=True, err=True)
     drop(backend.client, backend.alias, name)
     click.echo(f"dropped {name}", err=True)

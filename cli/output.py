@@ -46,10 +46,26 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except SuliError as e:
             code = next((c for t, c in EXIT_CODES.items() if isinstance(e, t)), 1)
-            click.echo(f"Error: {e.message}", err=True)
+            click.echo(f"Error: {e.message}{_where(e)}", err=True)
             sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _where(error: SuliError) -> str:
+    """For a not-found: which backend and store (or service) was asked, so an empty or wrong
+    store is not mistaken for a missing item or principal."""
+    ctx = click.get_current_context(silent=True)
+    unknown_principal = isinstance(error, InvalidInput) and error.field == "principal"
+    if not (isinstance(error, NotFound) or unknown_principal) or ctx is None:
+        return ""
+    if ctx.params.get("url"):
+        return f" (asked the service at {ctx.params['url']})"
+    if "settings" not in (ctx.find_root().obj or {}):
+        return ""
+    from cli.context import store_name
+
+    return f" (looked in {store_name(ctx)})"
 
 
 json_option = click.option(

@@ -1,4 +1,5 @@
-"""`suli search --url URL --token T`: the same search, sent to a running query service."""
+"""`suli search|show|related|facets --url URL --token T`: the same read, sent to a running
+query service."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from suli.errors import (
 url_option = click.option(
     "--url",
     envvar="SULI_URL",
-    help="Search a running Suli service at this base URL. Env: SULI_URL.",
+    help="Ask a running Suli service at this base URL instead of the store. Env: SULI_URL.",
 )
 token_option = click.option(
     "--token", envvar="SULI_TOKEN", help="API token for --url. Env: SULI_TOKEN."
@@ -65,30 +66,25 @@ def search_params(query: str, flags: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def remote_search(
-    url: str, token: str | None, query: str, flags: dict[str, Any], page: int | None = None
+def call(
+    url: str,
+    token: str | None,
+    method: str,
+    path: str,
+    *,
+    json: Any = None,
+    params: Any = None,
 ) -> dict[str, Any]:
-    """POST /api/v1/search on the service; its body, or the core error it reports.
-
-    `page` N follows the service's cursors N - 1 times (the API pages by cursor only)."""
+    """One /api/v1 call on the service; its body, or the core error it reports."""
     if not token:
         raise click.UsageError("--url needs --token (or SULI_TOKEN)")
-    if page is not None and (page < 1 or flags.get("cursor")):
-        raise InvalidInput("page: a whole number from 1, and not with --cursor", "page")
-    endpoint = url.rstrip("/") + "/api/v1/search"
-    body = _post(endpoint, token, search_params(query, flags))
-    for _ in range((page or 1) - 1):
-        if not body["next"]:
-            return {**body, "results": [], "offset": body["offset"] + len(body["results"])}
-        body = _post(endpoint, token, search_params(query, {**flags, "cursor": body["next"]}))
-    return body
-
-
-def _post(endpoint: str, token: str, params: dict[str, Any]) -> dict[str, Any]:
+    endpoint = url.rstrip("/") + "/api/v1" + path
     try:
-        resp = httpx.post(
+        resp = httpx.request(
+            method,
             endpoint,
-            json=params,
+            json=json,
+            params=params,
             headers={"Authorization": f"Bearer {token}"},
             timeout=TIMEOUT_S,
         )
@@ -96,4 +92,38 @@ def _post(endpoint: str, token: str, params: dict[str, Any]) -> dict[str, Any]:
         raise BackendUnavailable(f"cannot reach {endpoint}: {e}") from None
     if resp.status_code >= 400:
         raise _error(resp)
-    return resp.json()
+    return resp.json()  # type: ignore[no-any-return]
+
+
+def remote_search(
+    url: str, token: str | None, query: str, flags: dict[str, Any], page: int | None = None
+) -> dict[str, Any]:
+    """POST /api/v1/search on the service; its body, or the core error it reports.
+
+    `page` N follows the service's cursors N - 1 times (the API pages by cursor only)."""
+    if page is not None and (page < 1 or flags.get("cursor")):
+        raise InvalidInput("page: a whole number from 1, and not with --cursor", "page")
+    body = call(url, token, "POST", "/search", json=search_params(query, flags))
+    for _ in range((page or 1) - 1):
+        if not body["next"]:
+            return {**body, "results": [], "offset": body["offset"] + len(body["results"])}
+        params = search_params(query, {**flags, "cursor": body["next"]})
+        body = call(url, token, "POST", "/search", json=params)
+    return body
+
+
+# --as for read commands that can also ask a service: required only without --url.
+as_option = click.option(
+    "--as",
+    "principal_id",
+    envvar="SULI_PRINCIPAL",
+    help="Who reads the local store (id, e.g. prn_ana); with --url the token names who. "
+    "Env: SULI_PRINCIPAL.",
+)
+
+
+def need_principal(principal_id: str | None, url: str | None) -> str:
+    """The --as principal for a local read (with --url the token names the caller)."""
+    if not url and not principal_id:
+        raise click.UsageError("Missing option '--as' (or ask a service with --url/--token).")
+    return principal_id or ""

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import click
 
 from cli.context import searcher
-from cli.output import emit_json, handle_errors, json_option, principal_option, print_results
-from cli.remote import remote_search, token_option, url_option
-from suli.render import facets_json, item_json, response_json
+from cli.output import emit_json, handle_errors, json_option, print_results
+from cli.remote import (
+    as_option,
+    call,
+    need_principal,
+    remote_search,
+    search_params,
+    token_option,
+    url_option,
+)
+from suli.render import DERIVED_FIELDS, facets_json, item_json, response_json
 from suli.service import Card
 from suli.validate import search_request
 
@@ -79,17 +88,29 @@ def search(
 
 @click.command()
 @click.argument("item_id")
-@principal_option
+@as_option
+@url_option
+@token_option
 @json_option
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, item_id: str, principal_id: str, as_json: bool) -> None:
+def show(
+    ctx: click.Context,
+    item_id: str,
+    principal_id: str | None,
+    url: str | None,
+    token: str | None,
+    as_json: bool,
+) -> None:
     """Show one item you may see."""
-    s = searcher(ctx)
-    item, res = s.get(s.principal(principal_id), item_id)
-    body = item_json(item, res.superseded_by)
+    if url:
+        body = call(url, token, "GET", f"/items/{quote(item_id, safe='')}")
+    else:
+        s = searcher(ctx)
+        item, res = s.get(s.principal(need_principal(principal_id, url)), item_id)
+        body = item_json(item, res.superseded_by)
     if as_json:
-        emit_json(body)
+        emit_json({**body, "derived": list(DERIVED_FIELDS)})
         return
     click.echo(f"{body['title']}  [{body['outcome'] or '-'}] ({body['scope']})")
     for key in ("id", "kind", "board", "agent", "url", "last_activity_at"):
@@ -111,7 +132,9 @@ def show(ctx: click.Context, item_id: str, principal_id: str, as_json: bool) -> 
 @click.option("--ref", "refs", multiple=True, help="A card's reference (repeatable).")
 @click.option("--limit", type=int, default=10, show_default=True)
 @click.option("--explain", is_flag=True)
-@principal_option
+@as_option
+@url_option
+@token_option
 @json_option
 @click.pass_context
 @handle_errors
@@ -123,7 +146,9 @@ def related(
     refs: tuple[str, ...],
     limit: int,
     explain: bool,
-    principal_id: str,
+    principal_id: str | None,
+    url: str | None,
+    token: str | None,
     as_json: bool,
 ) -> None:
     """Items related to ITEM_ID, or to a card given by --title/--spec/--ref."""
@@ -131,6 +156,18 @@ def related(
         raise click.UsageError("give ITEM_ID or --title, not both")
     if not item_id and not title:
         raise click.UsageError("give ITEM_ID or --title")
+    if url:
+        card_json = {"title": title, "spec": spec, "references": list(refs)} if title else {}
+        body = call(
+            url,
+            token,
+            "POST",
+            "/related",
+            json={"item_id": item_id, **card_json, "limit": limit, "explain": explain},
+        )
+        emit_json(body) if as_json else print_results(body)
+        return
+    principal_id = need_principal(principal_id, url)
     s = searcher(ctx)
     card = Card(title, spec, refs) if title else None
     resp = s.related(
@@ -154,18 +191,30 @@ def related(
 @click.option("--tag", multiple=True)
 @click.option("--since")
 @click.option("--until")
-@principal_option
+@as_option
+@url_option
+@token_option
 @json_option
 @click.pass_context
 @handle_errors
 def facets(
-    ctx: click.Context, words: tuple[str, ...], principal_id: str, as_json: bool, **flags: Any
+    ctx: click.Context,
+    words: tuple[str, ...],
+    principal_id: str | None,
+    url: str | None,
+    token: str | None,
+    as_json: bool,
+    **flags: Any,
 ) -> None:
     """Filter values you can see, with counts; with WORDS, over what that search matches."""
     query = " ".join(words)
-    req = search_request(query, **flags)
-    s = searcher(ctx)
-    body = facets_json(s.facets(s.principal(principal_id), req=req))
+    if url:
+        params = {k: v for k, v in search_params(query, flags).items() if v != ""}
+        body = call(url, token, "GET", "/facets", params=params)
+    else:
+        req = search_request(query, **flags)
+        s = searcher(ctx)
+        body = facets_json(s.facets(s.principal(need_principal(principal_id, url)), req=req))
     if as_json:
         emit_json(body)
         return

@@ -91,6 +91,41 @@ def item_json(item: Item, superseded_by: str | None) -> dict[str, Any]:
     }
 
 
+# Fields of an item's JSON (GET /items/{id}, `suli show --json`) that Suli computes rather than
+# stores as given: scope from board/uploader, superseded from superseded_by/outcome. An item's
+# superseded_by is also shown only when the caller may see the replacement.
+DERIVED_FIELDS = ("scope", "superseded")
+
+
+def item_input_json(item: Item) -> dict[str, Any]:
+    """An item as the JSON line `suli index` takes (docs/items.md): what export writes."""
+    out: dict[str, Any] = {
+        "id": item.id,
+        "workspace": item.workspace,
+        "kind": item.kind,
+        "title": item.title,
+        "body": item.body,
+        "outcome": item.outcome,
+        "board": item.board,
+        "uploader": item.uploader,
+        "agent": item.agent,
+        "stations": [{"id": s.id, "name": s.name} for s in item.stations],
+        "superseded_by": item.superseded_by,
+        "references": list(item.references),
+        "tags": list(item.tags),
+        "media_type": item.media_type,
+        "path": item.path,
+        "caption": item.caption,
+        "provenance": item.provenance,
+        "created_at": _dt(item.created_at),
+        "updated_at": _dt(item.updated_at),
+        "last_activity_at": _dt(item.last_activity_at),
+        "url": item.url,
+        "hidden": item.hidden,
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def facets_json(f: Facets) -> dict[str, Any]:
     return {
         "total": f.total,

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic.json_schema import JsonDict
 
 from suli.errors import InvalidInput
 from suli.models import (
@@ -64,13 +65,19 @@ class StationIn(_Strict):
     name: str = Field(min_length=1, max_length=200)
 
 
+# JSON Schema for what the validators below check in code, so `suli schema item` accepts
+# exactly what validation does (docs/items.md; tests/unit/test_item_schema.py).
+_NON_BLANK: JsonDict = {"type": "string", "minLength": 1, "pattern": r"\S"}
+_UTC_OFFSET: JsonDict = {"pattern": r"([Zz]|[+-][0-9]{2}:?[0-9]{2})$"}
+
+
 class ItemIn(_Strict):
     """An item as sent by a producer (one JSON line)."""
 
     id: str = Field(pattern=_ID)
     workspace: str = Field(pattern=_ID)
     kind: Kind = "artifact"
-    title: str = Field(min_length=1, max_length=1000)
+    title: str = Field(min_length=1, max_length=1000, json_schema_extra={"pattern": r"\S"})
     body: str = Field(default="", max_length=1_000_000)
     outcome: Outcome | None = None
     board: str | None = Field(default=None, pattern=_ID)
@@ -78,17 +85,34 @@ class ItemIn(_Strict):
     agent: str | None = Field(default=None, pattern=_ID)
     stations: list[StationIn] = Field(default_factory=list, max_length=100)
     superseded_by: str | None = Field(default=None, pattern=_ID)
-    references: list[str] = Field(default_factory=list, max_length=500)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    references: list[str] = Field(
+        default_factory=list,
+        max_length=500,
+        json_schema_extra={"items": {**_NON_BLANK, "maxLength": 2000}},
+    )
+    tags: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        json_schema_extra={"items": {**_NON_BLANK, "maxLength": 100}},
+    )
     media_type: str = Field(default="text/markdown", max_length=200)
     path: str = Field(default="", max_length=2000)
     caption: str = Field(default="", max_length=10_000)
     provenance: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-    last_activity_at: datetime | None = None
+    created_at: datetime | None = Field(default=None, json_schema_extra=_UTC_OFFSET)
+    updated_at: datetime | None = Field(default=None, json_schema_extra=_UTC_OFFSET)
+    last_activity_at: datetime | None = Field(default=None, json_schema_extra=_UTC_OFFSET)
     url: str = Field(default="", max_length=2000)
-    hidden: bool = False
+    hidden: StrictBool = False  # "yes" or 1 is refused, as the JSON Schema says
+
+    @field_validator("created_at", "updated_at", "last_activity_at", mode="before")
+    @classmethod
+    def _text_dates(cls, v: Any) -> Any:
+        # JSON has no date type: a number would be read as a Unix time, which the schema (and a
+        # reader of the file) would not expect.
+        if v is not None and not isinstance(v, str | datetime):
+            raise ValueError("must be an RFC 3339 string (e.g. 2026-01-31T12:00:00Z)")
+        return v
 
     @field_validator("created_at", "updated_at", "last_activity_at")
     @classmethod
@@ -193,6 +217,21 @@ def check_url(url: str) -> None:
         return
     raise ValueError("must be an http(s) URL or a path starting with / (javascript:, data:, "
                      "and other schemes are refused)")  # fmt: skip
+
+
+def item_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one item line, generated from ItemIn (what validation accepts)."""
+    from pydantic import TypeAdapter
+
+    schema = TypeAdapter(ItemIn).json_schema(mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://suli.dev/schema/item.json",
+        **schema,
+        "title": "Suli item",
+        "description": "One line of `suli index` input (JSON lines). See docs/items.md. "
+        "Also checked in code: superseded_by differs from id.",
+    }
 
 
 def parse_item(data: Any) -> Item:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -121,6 +121,16 @@ class Session:
     acls: tuple[BoardAcl, ...] = ()
 
 
+@dataclass(frozen=True)
+class TokenInfo:
+    """A stored token as `suli token list` shows it: its hash (never the token), whose, when."""
+
+    hash: str
+    principal_id: str
+    admin: bool
+    created_at: str
+
+
 class Backend(Protocol):
     """What the search core needs from a store."""
 
@@ -205,6 +215,17 @@ class Backend(Protocol):
         ...
 
     def revoke_token(self, token_hash_or_prefix: str) -> int: ...
+
+    # Listings for the admin CLI (`suli principal|acl|token list`), sorted by id.
+    def list_principals(self) -> list[Principal]: ...
+
+    def list_acls(self) -> list[BoardAcl]: ...
+
+    def list_tokens(self) -> list[TokenInfo]: ...
+
+    def all_items(self) -> Iterator[Item]:
+        """Every stored item, whatever its visibility, by id (`suli export`, an admin tool)."""
+        ...
 
     def ping(self) -> dict[str, object]: ...
 

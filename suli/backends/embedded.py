@@ -25,6 +25,7 @@ from suli.backends.base import (
     MatchSet,
     Session,
     TextFields,
+    TokenInfo,
 )
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -519,6 +520,45 @@ class EmbeddedBackend:
         if not n:
             raise NotFound("no such token")
         return int(n)
+
+    def all_items(self) -> Iterator[Item]:
+        last = (-1, "", "")
+        # Pages by (workspace, id), unique since ids are per workspace: no transaction is held
+        # open while the caller writes.
+        while True:
+            with self._tx() as c:
+                rows = c.execute(
+                    f"SELECT {q.SELECT_ITEM} FROM items i WHERE (i.workspace, i.id) > (?, ?) "
+                    "ORDER BY i.workspace, i.id LIMIT 500",
+                    last[1:],
+                ).fetchall()
+            if not rows:
+                return
+            items = [q.row_item(r) for r in rows]
+            yield from items
+            last = (0, items[-1].workspace, items[-1].id)
+
+    def list_principals(self) -> list[Principal]:
+        with self._tx() as c:
+            rows = c.execute("SELECT id, workspace, kind, groups_ FROM principals ORDER BY id")
+            return [Principal(i, w, k, tuple(json.loads(g))) for i, w, k, g in rows.fetchall()]
+
+    def list_acls(self) -> list[BoardAcl]:
+        with self._tx() as c:
+            rows = c.execute(
+                "SELECT board, workspace, name, members, groups_ FROM acls ORDER BY board"
+            ).fetchall()
+        return [
+            BoardAcl(b, w, n, tuple(json.loads(m)), tuple(json.loads(g))) for b, w, n, m, g in rows
+        ]
+
+    def list_tokens(self) -> list[TokenInfo]:
+        with self._tx() as c:
+            rows = c.execute(
+                "SELECT hash, principal_id, admin, created_at FROM tokens "
+                "ORDER BY principal_id, created_at"
+            ).fetchall()
+        return [TokenInfo(h, p, bool(a), str(t)) for h, p, a, t in rows]
 
     # ---- operations --------------------------------------------------------------------
 

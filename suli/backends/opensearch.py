@@ -7,7 +7,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -34,6 +34,7 @@ from suli.backends.base import (
     LegResults,
     MatchSet,
     Session,
+    TokenInfo,
 )
 from suli.deadline import in_force
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -716,6 +717,44 @@ class OpenSearchBackend:
         except opensearchpy.NotFoundError:
             raise NotFound("no such token") from None
         return 1
+
+    def all_items(self) -> Iterator[Item]:
+        body = {
+            "size": 500,
+            "query": {"match_all": {}},
+            "sort": [{"workspace": "asc"}, {"id": "asc"}],
+            "_source": {"excludes": bodies.SOURCE_EXCLUDES},
+        }
+        while True:  # search_after on (workspace, id), unique: stable pages without a scroll
+            hits = self._search(body, "export")["hits"]["hits"]
+            if not hits:
+                return
+            yield from (bodies.doc_to_item(h["_source"]) for h in hits)
+            body["search_after"] = hits[-1]["sort"]
+
+    def _all(self, doc_type: str) -> list[dict[str, Any]]:
+        """Every ACL-index document of one type (_id and _source); the index is small."""
+        body = {"size": 10_000, "query": {"term": {"doc_type": doc_type}}}
+        hits = self._search(body, f"{doc_type} listing", index=self.acl_index)["hits"]["hits"]
+        return [{**h["_source"], "_id": h["_id"]} for h in hits]
+
+    def list_principals(self) -> list[Principal]:
+        return sorted((_principal(s) for s in self._all("principal")), key=lambda p: p.id)
+
+    def list_acls(self) -> list[BoardAcl]:
+        return sorted((_acl(s) for s in self._all("acl")), key=lambda a: a.board)
+
+    def list_tokens(self) -> list[TokenInfo]:
+        got = [
+            TokenInfo(
+                s["_id"].removeprefix("token:"),
+                s["principal_id"],
+                bool(s.get("admin")),
+                str(s.get("created_at") or ""),
+            )
+            for s in self._all("token")
+        ]
+        return sorted(got, key=lambda t: (t.principal_id, t.created_at))
 
     def ping(self) -> dict[str, object]:
         params = self._params()

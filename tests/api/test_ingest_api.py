@@ -82,7 +82,6 @@ def test_upsert_replaces_an_item(admin: Api) -> None:
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"id": "itm_x"}, None),  # an object, not an array
         ([1, 2], "0"),
         ([raw_item(f"itm_{i}", "t") for i in range(1001)], None),
     ],
@@ -93,6 +92,21 @@ def test_malformed_batches_are_422_and_change_nothing(
     r = api.client.post("/api/v1/items", json=body, headers=api.auth("admin"))
     assert_error_shape(r, 422, "invalid_input", field)
     assert api.searcher.backend.count() == 7
+
+
+def test_a_single_object_is_a_batch_of_one(admin: Api) -> None:
+    one = raw_item("itm_single", "Single deploy note", "One object, not an array.")
+    r = admin.client.post(
+        "/api/v1/items", params={"refresh": True}, json=one, headers=admin.auth("admin")
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["items"] == [
+        {"index": 0, "id": "itm_single", "status": "indexed", "reason": None}
+    ]
+    got = admin.client.get("/api/v1/items/itm_single", headers=admin.auth("ana"))
+    assert got.status_code == 200 and got.json()["title"] == "Single deploy note"
+    bad = admin.client.post("/api/v1/items", json={"id": "itm_x"}, headers=admin.auth("admin"))
+    assert bad.status_code == 200 and bad.json()["rejected"] == 1
 
 
 def test_delete_removes_the_item(admin: Api) -> None:

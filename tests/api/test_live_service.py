@@ -155,3 +155,70 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> httpx.Response:
             pass
         time.sleep(0.2)
     raise AssertionError("suli serve did not become ready")
+
+
+READS = [
+    ["show", "itm_checklist"],
+    ["related", "itm_checklist", "--limit", "5"],
+    ["related", "--title", "Roll back a deploy", "--spec", "checklist", "--ref", "itm_rollback"],
+    ["facets"],
+    ["facets", "--outcome", "approved,completed", "--tag", "deploy"],
+]
+
+
+@pytest.mark.parametrize("args", READS, ids=" ".join)
+def test_every_read_command_asks_a_running_service(
+    world: World, live_url: str, tmp_path: Path, args: list[str]
+) -> None:
+    env = {**env_for(world, tmp_path), "SULI_PRINCIPAL": ""}
+    token = world.tokens["ana"]
+    local = run([*args, "--as", "prn_ana", "--json"], env)
+    # SULI_URL/SULI_TOKEN, as a user would export them.
+    remote = run([*args, "--json"], {**env, "SULI_URL": live_url, "SULI_TOKEN": token})
+    assert local.exit_code == remote.exit_code == 0, remote.output
+    mine, theirs = json.loads(local.stdout), json.loads(remote.stdout)
+    mine.pop("timings_ms", None)
+    theirs.pop("timings_ms", None)
+    assert theirs == mine
+    assert (
+        run([*args, "--url", live_url, "--token", token], env).stdout
+        == run([*args, "--as", "prn_ana"], env).stdout
+    )
+
+
+def test_remote_show_of_an_invisible_item_is_not_found(
+    world: World, live_url: str, tmp_path: Path
+) -> None:
+    env = env_for(world, tmp_path)
+    out = run(["show", "itm_secret", "--url", live_url, "--token", world.tokens["ana"]], env)
+    assert out.exit_code == 1
+    assert "itm_secret" not in out.stdout
+    no_as = run(["show", "itm_checklist"], {**env, "SULI_PRINCIPAL": "", "SULI_URL": ""})
+    assert no_as.exit_code == 2 and "--as" in no_as.stderr
+
+
+def test_admin_lists_on_opensearch(world: World, tmp_path: Path) -> None:
+    env = env_for(world, tmp_path)
+    principals = json.loads(run(["principal", "list", "--json"], env).stdout)
+    assert "prn_ana" in [p["id"] for p in principals]
+    assert [p["id"] for p in principals] == sorted(p["id"] for p in principals)
+    boards = json.loads(run(["acl", "list", "--json"], env).stdout)
+    assert boards and all(b["board"] and b["workspace"] for b in boards)
+    tokens = json.loads(run(["token", "list", "--json"], env).stdout)
+    assert len(tokens) >= len(world.tokens) and all(len(t["hash"]) == 64 for t in tokens)
+    assert not {t["hash"] for t in tokens} & set(world.tokens.values())
+
+
+def test_export_on_opensearch_writes_every_item_as_index_input(
+    world: World, tmp_path: Path
+) -> None:
+    from suli.validate import parse_item
+
+    env = env_for(world, tmp_path)
+    out = run(["export"], env)
+    assert out.exit_code == 0, out.output
+    rows = [json.loads(x) for x in out.stdout.splitlines()]
+    ids = [r["id"] for r in rows]
+    assert ids == sorted(ids) and "itm_secret" in ids and "itm_hidden" in ids  # all items
+    assert all(parse_item(r).id == r["id"] for r in rows)
+    assert f"exported {len(rows)} items from the OpenSearch index" in out.stderr

@@ -69,7 +69,7 @@ def test_first_command_on_a_fresh_clone(tmp_path: Path) -> None:
         token = None
         deadline = time.monotonic() + 900  # pip install from the local cache, then loading
         while time.monotonic() < deadline and proc.poll() is None:
-            m = re.search(r"\(shown once\): (\S+)", log.read_text())
+            m = re.search(r"Token for \S+: (\S+)", log.read_text())
             if m:
                 token = m.group(1)
                 try:

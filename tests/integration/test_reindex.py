@@ -68,7 +68,10 @@ def world(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[World]:
     """An alias over N sample items (fake embedder), with the sample's principals and ACLs."""
-    monkeypatch.chdir(tmp_path)  # `suli status` also counts ./*.rejects.jsonl
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "other.rejects.jsonl").write_text('{"line": 1}\n')
+    monkeypatch.chdir(cwd)  # `suli status` reads $SULI_HOME/rejects, never the cwd
     alias = make_index_name()
     s = Settings(
         opensearch_url=opensearch_url,
@@ -281,7 +284,10 @@ def test_a_document_the_new_mapping_refuses_stops_before_the_swap(
     assert line["id"] == "bad_tag" and "immense term" in line["reason"]
     env = {"SULI_OPENSEARCH_URL": opensearch_url, "SULI_INDEX_ALIAS": alias}
     env |= {"SULI_HOME": str(tmp_path), "SULI_EMBEDDER": "fake"}
-    monkeypatch.chdir(tmp_path)  # `suli status` also counts ./*.rejects.jsonl
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "other.rejects.jsonl").write_text('{"line": 1}\n')
+    monkeypatch.chdir(cwd)  # `suli status` reads $SULI_HOME/rejects, never the cwd
     status = json.loads(CliRunner().invoke(cli, ["status", "--json"], env=env).stdout)
     assert status["rejects"]["total"] == 1
     assert any("unfinished reindex" in n for n in status["notes"])
@@ -297,11 +303,15 @@ def test_indices_lists_and_drops_only_old_indices(world: World) -> None:
     rows = {r["name"]: r for r in json.loads(out)["indices"]}
     assert rows[report["target"]]["live"] and not rows[report["source"]]["live"]
     assert rows[report["source"]]["write_blocked"] and rows[report["target"]]["docs"] == N
-    code, _, err = _suli(world, "indices", "drop", report["target"])
-    assert code == 2 and "live" in err
-    code, _, err = _suli(world, "indices", "drop", world.settings.acl_index)
-    assert code == 2 and "not a physical index" in err
     code, _, err = _suli(world, "indices", "drop", report["source"])
+    assert code == 2 and "--yes" in err  # no terminal to ask: refused, nothing dropped
+    code, out, _ = _suli(world, "indices", "--json")
+    assert report["source"] in [r["name"] for r in json.loads(out)["indices"]]
+    code, _, err = _suli(world, "indices", "drop", report["target"], "--yes")
+    assert code == 2 and "live" in err
+    code, _, err = _suli(world, "indices", "drop", world.settings.acl_index, "--yes")
+    assert code == 2 and "not a physical index" in err
+    code, _, err = _suli(world, "indices", "drop", report["source"], "--yes")
     assert code == 0, err
     code, out, _ = _suli(world, "indices", "--json")
     assert [r["name"] for r in json.loads(out)["indices"]] == [report["target"]]
