@@ -522,7 +522,7 @@ class EmbeddedBackend:
         return int(n)
 
     def all_items(self) -> Iterator[Item]:
-        last = (-1, "", "")
+        last = ("", "")
         # Pages by (workspace, id), unique since ids are per workspace: no transaction is held
         # open while the caller writes.
         while True:
@@ -530,13 +530,13 @@ class EmbeddedBackend:
                 rows = c.execute(
                     f"SELECT {q.SELECT_ITEM} FROM items i WHERE (i.workspace, i.id) > (?, ?) "
                     "ORDER BY i.workspace, i.id LIMIT 500",
-                    last[1:],
+                    last,
                 ).fetchall()
             if not rows:
                 return
             items = [q.row_item(r) for r in rows]
             yield from items
-            last = (0, items[-1].workspace, items[-1].id)
+            last = (items[-1].workspace, items[-1].id)
 
     def list_principals(self) -> list[Principal]:
         with self._tx() as c:
