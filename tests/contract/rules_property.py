@@ -333,7 +333,11 @@ class CoreProbe:
 
     def search(self, query: str, mode: str, params: dict[str, Any]) -> dict[str, Any]:
         # vector mode keeps every meaning match under a wide margin (what check_scenario assumes)
-        w = self.world.with_settings(meaning_margin=2.0) if mode == "vector" else self.world
+        w = (
+            self.world.with_settings(meaning_margin=2.0, meaning_floor=-1.0)
+            if mode == "vector"
+            else self.world
+        )
         m = "hybrid" if mode == "browse" else mode
         return response_json(w.search(self.who, query, mode=m, explain=True, **params))
 

@@ -130,15 +130,16 @@ def edge(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[World, str]]:
     """A fresh store, loaded in-process, served by the whole app under uvicorn. A vector-mode
-    search keeps every meaning match (margin 2), so its visible set can be checked whole."""
+    search keeps every meaning match (margin 2, no floor), so its visible set is checked whole."""
+    wide = {"meaning_margin": 2.0, "meaning_floor": -1.0}
     home = tmp_path_factory.mktemp("edges")
     os_client = request.getfixturevalue("os_client") if request.param == "opensearch" else None
     name = f"test-{uuid4().hex}"
     if request.param == "opensearch":
         url = request.getfixturevalue("opensearch_url")
-        settings = settings_for(url, name, home, meaning_margin=2.0)
+        settings = settings_for(url, name, home, **wide)
     else:
-        settings = settings_for("http://unused", name, home, meaning_margin=2.0, backend="embedded")
+        settings = settings_for("http://unused", name, home, backend="embedded", **wide)
     searcher = opener()(settings)
     world = World(searcher.backend, searcher.embedder, settings, searcher.backend.refresh)
     try:
