@@ -47,8 +47,8 @@ SEED = int(os.environ.get("SULI_PROPERTY_SEED", "20261130"))
 _NAMESPACES = itertools.count()  # a fresh namespace per example: earlier ones become other tenants
 
 
-def examples(backend: str) -> int:
-    return max(1, round(EXAMPLES.get(backend, 50) * SCALE))
+def examples(backend: str | None) -> int:
+    return max(1, round(EXAMPLES.get(backend or "", 50) * SCALE))
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ class HttpProbe:
             assert r.json()["error"]["code"] == "not_found", r.text
             raise NotFound(r.text)
         assert r.status_code == 200, r.text
-        return r.json()  # type: ignore[no-any-return]
+        return r.json()
 
     def search(self, query: str, mode: str, params: dict[str, Any]) -> dict[str, Any]:
         p = {**_wire(params), "q": query, "mode": "hybrid" if mode == "browse" else mode}
@@ -154,8 +154,8 @@ def edge(
 def test_no_leaks_through_http_and_mcp(edge: tuple[World, str]) -> None:
     world, url = edge
     backend = world.settings.backend
-    n = max(1, round(EXAMPLES[backend] * rp.SCALE))
-    ran = []
+    n = max(1, round(EXAMPLES[str(backend)] * rp.SCALE))
+    ran: list[str] = []
     assert isinstance(world.embedder, FakeEmbedder)  # the service embeds queries the same way
 
     with httpx.Client(base_url=url, timeout=60) as client, start_blocking_portal() as portal:
