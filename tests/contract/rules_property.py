@@ -263,6 +263,9 @@ def check_scenario(
         # browse claims completeness: exactly the matching set, newest first, exact total
         assert got == expected[:limit], (got, expected)
         assert body["total"] == len(expected)
+        # where the edge says how exact its total is, or whether more follow: they agree
+        assert body.get("total_relation", "eq") == "eq"
+        assert body.get("has_more", len(expected) > limit) == (len(expected) > limit)
     else:
         assert len(got) == min(limit, body["total"])  # total counts what passed the gates
         assert body["total"] <= len(expected)
