@@ -6,6 +6,7 @@ Every e2e test only reads, so they share one index (seeding costs seconds on 2 c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -70,10 +71,9 @@ class Service:
     world: World
 
 
-@pytest.fixture(scope="session")
-def service(e2e_world: World) -> Iterator[Service]:
-    """The whole service (API, web page, MCP at /mcp) under uvicorn in a thread."""
-    app = create_app(e2e_world.settings, opener=opener())
+@contextlib.contextmanager
+def running(app: FastAPI) -> Iterator[str]:
+    """An app under uvicorn in a thread, on a free port; yields its base URL."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))  # a free port, held from here on (no race with other tests)
@@ -90,11 +90,19 @@ def service(e2e_world: World) -> Iterator[Service]:
             pytest.fail("the service did not start under uvicorn", pytrace=False)
         time.sleep(0.05)
     try:
-        yield Service(f"http://127.0.0.1:{port}", app, e2e_world)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+@pytest.fixture(scope="session")
+def service(e2e_world: World) -> Iterator[Service]:
+    """The whole service (API, web page, MCP at /mcp) under uvicorn in a thread."""
+    app = create_app(e2e_world.settings, opener=opener())
+    with running(app) as url:
+        yield Service(url, app, e2e_world)
 
 
 @pytest.fixture(scope="module")
