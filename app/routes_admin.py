@@ -23,7 +23,7 @@ from indexer.pipeline import Rejection, index_items
 from suli.errors import Forbidden, InvalidInput
 from suli.models import Item, Principal
 from suli.service import Searcher
-from suli.validate import parse_acl, parse_item, parse_principal
+from suli.validate import lookup_id, parse_acl, parse_item, parse_principal
 
 router = APIRouter(prefix="/api/v1", tags=["ingestion"])
 
@@ -114,6 +114,7 @@ async def delete_item(
     """Idempotent: deleting an absent id also answers `deleted`. An item of another workspace
     counts as absent here: it is left alone, and the answer does not tell it exists."""
     timer = Timer()
+    lookup_id(item_id)
     owner = (await run_blocking(searcher.backend.workspaces, [item_id])).get(item_id)
     if owner in (None, admin.workspace):
         out = await run_blocking(searcher.backend.delete, [item_id])

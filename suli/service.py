@@ -26,6 +26,7 @@ from suli.ranking import rank
 from suli.settings import Settings
 from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
+from suli.validate import lookup_id
 from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")
@@ -369,6 +370,7 @@ class Searcher:
 
     def get(self, principal: Principal, item_id: str) -> tuple[Item, Result]:
         """One visible item (NotFound for a missing id and an invisible one alike)."""
+        lookup_id(item_id)
         vis = self.visibility(principal)
         got = self.backend.get_many(vis, [item_id]).get(item_id)
         if got is None:
@@ -401,6 +403,8 @@ class Searcher:
             raise InvalidInput("give either an item id or a card", "item_id")
         if not 1 <= limit <= 25:
             raise InvalidInput("limit: must be an integer from 1 to 25", "limit")
+        if item_id is not None:
+            lookup_id(item_id)
         deadline = deadline or Deadline(self.settings.deadline_s)
         ph = Phases()
         vis = ph.run("acl", lambda: self.visibility(principal))

@@ -36,6 +36,7 @@ MAX_STRUCT_DEPTH = 16
 MAX_STRUCT_BYTES = 65_536
 # An item's link is opened by browsers: only web links or an app-relative path (issue 14.8).
 URL_SCHEMES = ("http", "https")
+MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
 
 Outcome = Literal[
     "approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned"
@@ -193,6 +194,16 @@ def check_url(url: str) -> None:
         return
     raise ValueError("must be an http(s) URL or a path starting with / (javascript:, data:, "
                      "and other schemes are refused)")  # fmt: skip
+
+
+def lookup_id(value: str, field: str = "item_id") -> str:
+    """An id to look up, delete or relate to: refused when empty or blank (OpenSearch fails
+    on an empty id and no item can have a blank one) or longer than any stored id can be."""
+    if not value.strip():
+        raise InvalidInput(f"{field}: must not be empty", field)
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        raise InvalidInput(f"{field}: at most {MAX_ID_BYTES} bytes", field)
+    return value
 
 
 def parse_item(data: Any) -> Item:
