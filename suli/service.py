@@ -26,7 +26,7 @@ from suli.ranking import rank
 from suli.settings import Settings
 from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
-from suli.validate import lookup_id
+from suli.validate import lookup_id, shown_provenance, shown_url
 from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")
@@ -343,9 +343,9 @@ class Searcher:
             outcome=item.outcome,
             scope=item.scope,
             board=item.board,
-            provenance=item.provenance,
+            provenance=shown_provenance(item.provenance),
             snippet=snippet,
-            url=item.url,
+            url=shown_url(item.url),
             superseded=bool(item.superseded_by) or item.outcome == "superseded",
             superseded_by=item.superseded_by,
             last_activity_at=item.last_activity_at,
@@ -382,7 +382,13 @@ class Searcher:
         ids = [r for r in got.references if "://" not in r]
         seen = self.backend.get_many(vis, ids) if ids else {}
         refs = tuple(r for r in got.references if "://" in r or r in seen)
-        got = replace(got, superseded_by=res.superseded_by, references=refs)
+        got = replace(
+            got,
+            superseded_by=res.superseded_by,
+            references=refs,
+            provenance=shown_provenance(got.provenance),
+            url=shown_url(got.url),
+        )
         return got, res
 
     def facets(self, principal: Principal, filters: Filters | None = None) -> Facets:

@@ -180,6 +180,21 @@ def check_structure(value: Any, max_depth: int, max_bytes: int) -> None:
         raise ValueError(f"is {size} bytes as JSON, more than the limit of {max_bytes}")
 
 
+OMITTED_PROVENANCE = {"omitted": "stored provenance exceeds the depth or size limit"}
+
+
+def shown_provenance(value: dict[str, Any]) -> dict[str, Any]:
+    """Provenance as answers carry it: one stored before the limits existed (or written
+    around validation) is replaced by a note, so it cannot break an answer's serialization."""
+    if not value:
+        return value
+    try:
+        check_structure(value, MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES)
+    except ValueError:
+        return dict(OMITTED_PROVENANCE)
+    return value
+
+
 def check_url(url: str) -> None:
     """Accept "" (no link), http(s) URLs with a host, and app-relative paths ("/items/1");
     refuse javascript:, data:, file: and every other scheme, and "//host" links."""
@@ -204,6 +219,16 @@ def lookup_id(value: str, field: str = "item_id") -> str:
     if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         raise InvalidInput(f"{field}: at most {MAX_ID_BYTES} bytes", field)
     return value
+
+
+def shown_url(url: str) -> str:
+    """An item's link as answers carry it: "" for one stored before the scheme rule existed,
+    so no page or client is handed a javascript: or data: link to open."""
+    try:
+        check_url(url)
+    except ValueError:
+        return ""
+    return url
 
 
 def parse_item(data: Any) -> Item:

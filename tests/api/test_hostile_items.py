@@ -19,7 +19,8 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from cli.main import cli
-from suli.validate import MAX_STRUCT_DEPTH
+from suli.models import Item
+from suli.validate import MAX_STRUCT_DEPTH, OMITTED_PROVENANCE
 
 from .helpers import Api, drop, opener, raw_item, seed, settings_for
 
@@ -149,3 +150,29 @@ def test_the_cli_refuses_an_empty_id_in_one_line_with_exit_2(api: Api, args: lis
     run = CliRunner().invoke(cli, args, env=cli_env(api))
     assert run.exit_code == 2, (run.output, run.exception)
     assert run.stderr.strip().count("\n") == 0 and "must not be empty" in run.stderr
+
+
+def test_a_stored_over_deep_provenance_or_script_url_never_reaches_an_answer(api: Api) -> None:
+    # Written around validation, as a store filled before the limits existed would hold it.
+    emb = api.searcher.embedder
+    old = Item(
+        "itm_legacy",
+        "ws_main",
+        "Legacy zebra record",
+        body="zebra",
+        provenance=nested(300),
+        url="javascript:alert(1)",
+    )
+    api.searcher.backend.upsert([(old, emb.embed_documents([old.embed_text()])[0])])
+    api.searcher.backend.refresh()
+    h = api.auth("ana")
+    r = api.client.get("/api/v1/items/itm_legacy", headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["provenance"] == OMITTED_PROVENANCE and r.json()["url"] == ""
+    found = api.search("ana", q="zebra")
+    assert [x["id"] for x in found["results"]] == ["itm_legacy"]
+    assert found["results"][0]["provenance"] == OMITTED_PROVENANCE
+    assert found["results"][0]["url"] == ""
+    assert api.client.get("/api/v1/search", headers=h).status_code == 200
+    r = api.client.post("/api/v1/related", json={"item_id": "itm_legacy"}, headers=h)
+    assert r.status_code == 200, r.text
