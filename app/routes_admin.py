@@ -26,7 +26,7 @@ from indexer.pipeline import Rejection, index_items
 from suli.errors import Forbidden, InvalidInput, NotFound
 from suli.models import Item, Principal
 from suli.service import Searcher
-from suli.validate import parse_acl, parse_item, parse_principal
+from suli.validate import lookup_id, parse_acl, parse_item, parse_principal
 
 router = APIRouter(prefix="/api/v1", tags=["ingestion"])
 # POST /items: a single object is taken as a batch of one (what a user posting one item expects).
@@ -132,6 +132,7 @@ async def delete_item(
     workspace holds none (an item of another workspace with the same id is another item:
     it is never touched, and the answer is the same as for an id nobody uses)."""
     timer = Timer()
+    lookup_id(item_id)
     out = await run_blocking(searcher.backend.delete, admin.workspace, [item_id])
     if item_id in out.rejected:
         raise InvalidInput(f"item_id: could not delete ({out.rejected[item_id]})", "item_id")

@@ -16,7 +16,7 @@ from cli.output import emit_json, handle_errors, json_option
 from indexer.pipeline import Summary, index_stream, write_rejects
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput
-from suli.validate import parse_acl, parse_principal
+from suli.validate import lookup_id, parse_acl, parse_principal
 
 
 def _count_lines(path: str) -> int | None:
@@ -92,6 +92,8 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
 @handle_errors
 def delete(ctx: click.Context, ids: tuple[str, ...], workspace: str, as_json: bool) -> None:
     """Delete items of one workspace by id (exit 1 when one is missing or fails)."""
+    for item_id in ids:
+        lookup_id(item_id, "ids")
     s = searcher(ctx)
     out = s.backend.delete(workspace, list(ids))
     body = {"deleted": list(out.indexed), "missing": list(out.missing), "failed": out.rejected}

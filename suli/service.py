@@ -28,6 +28,7 @@ from suli.ranking import Ranked, rank
 from suli.settings import Settings
 from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
+from suli.validate import lookup_id, shown_provenance, shown_url
 from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")
@@ -454,9 +455,9 @@ class Searcher:
             outcome=item.outcome,
             scope=item.scope,
             board=item.board,
-            provenance=item.provenance,
+            provenance=shown_provenance(item.provenance),
             snippet=snippet,
-            url=item.url,
+            url=shown_url(item.url),
             superseded=bool(item.superseded_by) or item.outcome == "superseded",
             superseded_by=item.superseded_by,
             last_activity_at=item.last_activity_at,
@@ -481,6 +482,7 @@ class Searcher:
 
     def get(self, principal: Principal, item_id: str) -> tuple[Item, Result]:
         """One visible item (NotFound for a missing id and an invisible one alike)."""
+        lookup_id(item_id)
         vis = self.visibility(principal)
         got = self.backend.get_many(vis, [item_id]).get(item_id)
         if got is None:
@@ -492,7 +494,13 @@ class Searcher:
         ids = [r for r in got.references if "://" not in r]
         seen = self.backend.get_many(vis, ids) if ids else {}
         refs = tuple(r for r in got.references if "://" in r or r in seen)
-        got = replace(got, superseded_by=res.superseded_by, references=refs)
+        got = replace(
+            got,
+            superseded_by=res.superseded_by,
+            references=refs,
+            provenance=shown_provenance(got.provenance),
+            url=shown_url(got.url),
+        )
         return got, res
 
     def facets(
@@ -531,6 +539,8 @@ class Searcher:
             raise InvalidInput("give either an item id or a card", "item_id")
         if not 1 <= limit <= 25:
             raise InvalidInput("limit: must be an integer from 1 to 25", "limit")
+        if item_id is not None:
+            lookup_id(item_id)
         deadline = deadline or Deadline(self.settings.deadline_s)
         with deadline.in_force():  # every backend call below ends by the deadline
             return self._related(principal, item_id, card, limit, explain, deadline)

@@ -37,6 +37,7 @@ MAX_STRUCT_DEPTH = 16
 MAX_STRUCT_BYTES = 65_536
 # An item's link is opened by browsers: only web links or an app-relative path (issue 14.8).
 URL_SCHEMES = ("http", "https")
+MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
 
 Outcome = Literal[
     "approved", "completed", "in-progress", "superseded", "rejected", "failed", "abandoned"
@@ -203,6 +204,21 @@ def check_structure(value: Any, max_depth: int, max_bytes: int) -> None:
         raise ValueError(f"is {size} bytes as JSON, more than the limit of {max_bytes}")
 
 
+OMITTED_PROVENANCE = {"omitted": "stored provenance exceeds the depth or size limit"}
+
+
+def shown_provenance(value: dict[str, Any]) -> dict[str, Any]:
+    """Provenance as answers carry it: one stored before the limits existed (or written
+    around validation) is replaced by a note, so it cannot break an answer's serialization."""
+    if not value:
+        return value
+    try:
+        check_structure(value, MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES)
+    except ValueError:
+        return dict(OMITTED_PROVENANCE)
+    return value
+
+
 def check_url(url: str) -> None:
     """Accept "" (no link), http(s) URLs with a host, and app-relative paths ("/items/1");
     refuse javascript:, data:, file: and every other scheme, and "//host" links."""
@@ -232,6 +248,26 @@ def item_json_schema() -> dict[str, Any]:
         "description": "One line of `suli index` input (JSON lines). See docs/items.md. "
         "Also checked in code: superseded_by differs from id.",
     }
+
+
+def lookup_id(value: str, field: str = "item_id") -> str:
+    """An id to look up, delete or relate to: refused when empty or blank (OpenSearch fails
+    on an empty id and no item can have a blank one) or longer than any stored id can be."""
+    if not value.strip():
+        raise InvalidInput(f"{field}: must not be empty", field)
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        raise InvalidInput(f"{field}: at most {MAX_ID_BYTES} bytes", field)
+    return value
+
+
+def shown_url(url: str) -> str:
+    """An item's link as answers carry it: "" for one stored before the scheme rule existed,
+    so no page or client is handed a javascript: or data: link to open."""
+    try:
+        check_url(url)
+    except ValueError:
+        return ""
+    return url
 
 
 def parse_item(data: Any) -> Item:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -58,6 +59,11 @@ class EmbeddedBackend:
         # FTS5 column weights; bench.quality --tune swaps them to measure others.
         self.bm25_weights = q.BM25_WEIGHTS
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The store holds every workspace's items and the token hashes: a new file is the
+        # owner's only (SQLite gives its -wal and -shm files the same mode). An existing
+        # file keeps the mode its operator chose.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self._init_schema()
 
     # ---- connections -------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -699,3 +701,19 @@ def test_ping_count_refresh_and_close(store: EmbeddedBackend, tmp_path: Path) ->
     conn = sqlite3.connect(tmp_path / "suli.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
+
+
+def test_a_new_store_and_its_wal_files_are_private_to_the_owner(tmp_path: Path) -> None:
+    old = os.umask(0o022)  # the usual default, which made the file 0644
+    try:
+        b = EmbeddedBackend(tmp_path / "new" / "suli.db", DIM)
+        b.upsert([(Item("itm_1", "ws", "one"), axis(0))])
+        b.search(LegQuery(everyone(), Filters(), "one", None, 5))
+        files = sorted(p.name for p in (tmp_path / "new").iterdir())
+        assert files == ["suli.db", "suli.db-shm", "suli.db-wal"]
+        for name in files:
+            mode = stat.S_IMODE((tmp_path / "new" / name).stat().st_mode)
+            assert mode == 0o600, f"{name} is {oct(mode)}"
+        b.close()
+    finally:
+        os.umask(old)
