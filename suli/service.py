@@ -151,11 +151,10 @@ class Searcher:
         offset = self._offset(vis, req)
         depth = self.settings.candidate_depth
         want = max(0, min(req.limit, depth - offset))
+        fetch = offset + want if want else 0  # past the depth: only the count
         items, total = ph.run(
             "browse",
-            lambda: self.backend.browse(
-                vis, req.filters, offset + want, deadline.remaining(), req.regex
-            ),
+            lambda: self.backend.browse(vis, req.filters, fetch, deadline.remaining(), req.regex),
         )
         page = items[offset:]
         results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in page]
