@@ -186,6 +186,10 @@ def test_pages_and_facets_locally_and_remotely(world: World, live_url: str, tmp_
     assert [r["id"] for r in json.loads(nxt.stdout)["results"]] == want[1:2]
     refused = run(["search", "deploy", "--cursor", first["next"], "--as", "prn_ana"], env)
     assert refused.exit_code == 2 and "cursor" in refused.stderr
+    # nonsense finds nothing, and --explain says why
+    nothing = run(["search", "zxqv", "plorbnak", "quuxifrage", "--as", "prn_ana", "--explain"], env)
+    assert nothing.exit_code == 0 and "No results." in nothing.stdout
+    assert "meaning-below-floor" in nothing.stdout and "-- 0 matches" in nothing.stderr
     # facets follow the words and list every value
     facets = run(["facets", "deploy", "--as", "prn_ana"], env)
     assert facets.exit_code == 0 and f"{whole['total']} matching items" in facets.stdout
