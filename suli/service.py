@@ -140,6 +140,8 @@ class Searcher:
             embedding = _EMBED_POOL.submit(self.embedder.embed_query, req.query)
         vis = ph.run("acl", lambda: self.visibility(principal, acls))
         assert isinstance(vis, Visibility)
+        if req.cursor:  # checked before any search work: a bad cursor costs nothing
+            req = replace(req, cursor=None, offset=self._offset(vis, req))
         if not words(req.query):
             return self._browse(vis, req, deadline, ph)
         return self._search(vis, req, deadline, ph, req.query, embedding=embedding)
