@@ -29,13 +29,19 @@ def fit(body: dict[str, Any], max_bytes: int, cursor_at: CursorAt | None = None)
     With `cursor_at`, `next` then starts at the first dropped result: paging skips nothing."""
     if _size(body) <= max_bytes:
         return body
-    results = list(body["results"])
+    every = body["results"]
     body = {**body, "truncated": True}
-    while results and _size({**body, "results": results}) > max_bytes:
+
+    def shaped(results: list[Any]) -> dict[str, Any]:
+        out = {**body, "results": results}
+        if cursor_at is not None and "offset" in body and len(results) < len(every):
+            out.update(has_more=True, next=cursor_at(body["offset"] + len(results)))
+        return out
+
+    results = list(every)
+    while results and _size(shaped(results)) > max_bytes:
         results.pop()
-    if cursor_at is not None and len(results) < len(body["results"]) and "offset" in body:
-        body = {**body, "has_more": True, "next": cursor_at(body["offset"] + len(results))}
-    return {**body, "results": results}
+    return shaped(results)
 
 
 def finish_search(

@@ -85,6 +85,9 @@ class _SearchOptions(BaseModel):
 class SearchQuery(FacetsQuery, _SearchOptions):
     """Query parameters of GET /api/v1/search (the CLI's flags)."""
 
+    # FacetsQuery's `q` would win by inheritance order: keep the search's own description.
+    q: str = _SearchOptions.model_fields["q"]
+
 
 class SearchBody(_Filters, _SearchOptions):
     """Body of POST /api/v1/search; a filter takes one value, a comma list or a JSON list."""

@@ -32,7 +32,7 @@ from suli.text import only_common_words
 from suli.visibility import visibility_for
 
 NONSENSE = Path(__file__).parent / "data" / "nonsense_queries.txt"
-FLOORS = [round(0.2 + 0.025 * n, 3) for n in range(13)]  # 0.2 .. 0.5
+FLOORS = [0.2, 0.25, 0.275, 0.3, 0.31, 0.32, 0.325, 0.33, 0.34, 0.35, 0.375, 0.4, 0.45, 0.5]
 
 
 def nonsense_queries(path: Path = NONSENSE) -> list[str]:
@@ -60,7 +60,8 @@ def sample_legs(backend: Backend, embedder: Embedder, queries: list[str]) -> Leg
 
 
 def finds(legs: Legs, s: Settings, floor: float) -> dict[str, int]:
-    """Kept results per query under the service's ranking with this floor."""
+    """Kept results per query without a word match (a query sharing a word with an item finds
+    it, as it should: the floor is about meaning-only hits), under the service's ranking."""
     return {
         q: len(
             rank(
@@ -76,6 +77,7 @@ def finds(legs: Legs, s: Settings, floor: float) -> dict[str, int]:
             )
         )
         for q, (text, vector) in legs.items()
+        if not text
     }
 
 
@@ -107,9 +109,10 @@ def main() -> None:
             "sample": sorted({k for k, (t, _) in on_sample.items() if t}),
             "nfcorpus": sorted(q for q, (t, _) in on_nf.items() if t),
         },
+        # the highest similarity a query with no word match reaches: the floor must pass it
         "best_meaning_similarity": {
-            "sample": round(max((v[0][1] for _, v in on_sample.values() if v), default=-1), 4),
-            "nfcorpus": round(max((v[0][1] for _, v in on_nf.values() if v), default=-1), 4),
+            name: round(max((v[0][1] for t, v in legs.values() if v and not t), default=-1), 4)
+            for name, legs in (("sample", on_sample), ("nfcorpus", on_nf))
         },
         "floors": [],
     }
@@ -129,16 +132,18 @@ def main() -> None:
                 "nonsense_with_results_sample": sum(
                     1 for n in finds(on_sample, s, floor).values() if n
                 ),
-                "nonsense_with_results_nfcorpus": sum(1 for n in finds(on_nf, s, floor).values() if n),
+                "nonsense_with_results_nfcorpus": sum(
+                    1 for n in finds(on_nf, s, floor).values() if n
+                ),
             }
         )
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print("word matches:", report["word_matches"])
-    print("best meaning-only similarity of a nonsense query:", report["best_meaning_similarity"])
+    print("queries with a word match (not counted below):", report["word_matches"])
+    print("best similarity of a query with no word match:", report["best_meaning_similarity"])
     print(f"dev without a floor: {report['dev_no_floor']}")
-    print("floor  nDCG@10  cost    recall@100  nonsense-with-results(sample/nfcorpus)")
+    print("floor  nDCG@10  cost    recall@100  no-word queries with results (sample/nfcorpus)")
     for r in report["floors"]:
         print(
             f"{r['floor']:<6} {r['dev_ndcg@10']:.4f}   {r['ndcg_cost']:+.4f} {r['dev_recall@100']:.4f}"

@@ -116,7 +116,11 @@ def run(legs: Legs, qrels: dict[str, dict[str, int]], **p: Any) -> dict[str, flo
 
 def variants(s: Settings) -> dict[str, dict[str, Any]]:
     tuned = dict(
-        k=s.rrf_k, text_weight=s.text_weight, vector_weight=s.vector_weight, margin=s.meaning_margin
+        k=s.rrf_k,
+        text_weight=s.text_weight,
+        vector_weight=s.vector_weight,
+        margin=s.meaning_margin,
+        floor=s.meaning_floor,
     )
     return {
         "bm25 (text leg)": {"mode": "text"},
@@ -153,6 +157,7 @@ def check_service_agrees(searcher: Searcher, queries: dict[str, str], legs: Legs
             text_weight=s.text_weight,
             vector_weight=s.vector_weight,
             margin=s.meaning_margin,
+            floor=s.meaning_floor,
             outcome_weights={},
         )
         assert [r.id for r in got.results] == [r.id for r in want[:25]], qid

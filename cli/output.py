@@ -130,6 +130,9 @@ def print_results(body: dict[str, Any], page_hint: str = "") -> None:
                     e["kept"],
                 )
             )
+    if body.get("dropped"):  # --explain: the hits the gates left out, and why
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(body["dropped"].items()))
+        click.echo(f"    explain: left out {why}")
     extra = []
     if body.get("degraded"):
         extra.append("degraded: " + ", ".join(d["leg"] for d in body["degraded"]))

@@ -141,6 +141,8 @@ class Searcher:
             embedding = _EMBED_POOL.submit(self.embedder.embed_query, req.query)
         vis = ph.run("acl", lambda: self.visibility(principal, acls))
         assert isinstance(vis, Visibility)
+        if req.cursor:  # checked before any search work: a bad cursor costs nothing
+            req = replace(req, cursor=None, offset=self._offset(vis, req))
         if not words(req.query):
             return self._browse(vis, req, deadline, ph)
         return self._search(vis, req, deadline, ph, req.query, embedding=embedding)
@@ -152,11 +154,10 @@ class Searcher:
         offset = self._offset(vis, req)
         depth = self.settings.candidate_depth
         want = max(0, min(req.limit, depth - offset))
+        fetch = offset + want if want else 0  # past the depth: only the count
         items, total = ph.run(
             "browse",
-            lambda: self.backend.browse(
-                vis, req.filters, offset + want, deadline.remaining(), req.regex
-            ),
+            lambda: self.backend.browse(vis, req.filters, fetch, deadline.remaining(), req.regex),
         )
         page = items[offset:]
         results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in page]

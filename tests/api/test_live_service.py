@@ -80,6 +80,8 @@ def test_remote_search_prints_the_same_as_local(
     assert local["results"]
     local.pop("timings_ms")
     remote.pop("timings_ms")
+    # Cursors are signed with each side's own secret (the service's, this home's).
+    assert bool(local.pop("next")) == bool(remote.pop("next")) == local["has_more"]
     assert remote == local
 
     local_human = run([*args, "--as", "prn_ana"], env)
@@ -219,6 +221,45 @@ def test_export_on_opensearch_writes_every_item_as_index_input(
     assert out.exit_code == 0, out.output
     rows = [json.loads(x) for x in out.stdout.splitlines()]
     ids = [r["id"] for r in rows]
-    assert ids == sorted(ids) and "itm_secret" in ids and "itm_hidden" in ids  # all items
+    keys = [(r["workspace"], r["id"]) for r in rows]
+    assert keys == sorted(keys) and "itm_secret" in ids and "itm_hidden" in ids  # all items
     assert all(parse_item(r).id == r["id"] for r in rows)
     assert f"exported {len(rows)} items from the OpenSearch index" in out.stderr
+
+def test_pages_and_facets_locally_and_remotely(world: World, live_url: str, tmp_path: Path) -> None:
+    env = env_for(world, tmp_path)
+    remote = ["--url", live_url, "--token", world.tokens["ana"]]
+    whole = json.loads(
+        run(["search", "deploy", "--limit", "25", "--as", "prn_ana", "--json"], env).stdout
+    )
+    want = [r["id"] for r in whole["results"]]
+    assert len(want) >= 3
+    for where in (["--as", "prn_ana"], remote):
+        got = json.loads(
+            run(["search", "deploy", "--limit", "1", "--page", "2", *where, "--json"], env).stdout
+        )
+        assert [r["id"] for r in got["results"]] == want[1:2] and got["offset"] == 1
+        human = run(["search", "deploy", "--limit", "1", "--page", "2", *where], env)
+        assert f"-- {whole['total']} matches; showing 2-2; more: --page 3" in human.stderr
+        last = run(["search", "deploy", "--limit", "25", "--page", "2", *where], env)
+        assert last.exit_code == 0 and "No more results." in last.stdout
+        bad = run(["search", "deploy", "--page", "0", *where], env)
+        assert bad.exit_code == 2 and "page" in bad.stderr
+    # a remote cursor pages remotely; locally (another secret) it is refused, naming cursor
+    first = json.loads(run(["search", "deploy", "--limit", "1", *remote, "--json"], env).stdout)
+    nxt = run(
+        ["search", "deploy", "--limit", "1", "--cursor", first["next"], *remote, "--json"], env
+    )
+    assert [r["id"] for r in json.loads(nxt.stdout)["results"]] == want[1:2]
+    refused = run(["search", "deploy", "--cursor", first["next"], "--as", "prn_ana"], env)
+    assert refused.exit_code == 2 and "cursor" in refused.stderr
+    # nonsense finds nothing, and --explain says why
+    nothing = run(["search", "zxqv", "plorbnak", "quuxifrage", "--as", "prn_ana", "--explain"], env)
+    assert nothing.exit_code == 0 and "No results." in nothing.stdout
+    assert "meaning-below-floor" in nothing.stdout and "-- 0 matches" in nothing.stderr
+    # facets follow the words and list every value
+    facets = run(["facets", "deploy", "--as", "prn_ana"], env)
+    assert facets.exit_code == 0 and f"{whole['total']} matching items" in facets.stdout
+    every = json.loads(run(["facets", "deploy", "--as", "prn_ana", "--json"], env).stdout)
+    assert every["total"] == whole["total"]
+    assert sum(v["count"] for v in every["facets"]["kind"]) == whole["total"]

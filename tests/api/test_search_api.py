@@ -189,6 +189,14 @@ def test_large_answers_are_trimmed_from_the_bottom(
     assert body["truncated"] is True
     assert len(r.content) <= 4096
     assert 0 < len(body["results"]) < len(full["results"])
+    # the next page starts at the first result cut: paging skips nothing
+    assert body["has_more"] is True and body["next"]
+    rest = small.client.get(
+        "/api/v1/search",
+        params={"q": "deploy note", "limit": 25, "explain": True, "cursor": body["next"]},
+        headers=small.auth("ana"),
+    ).json()
+    assert rest["results"][0]["id"] == full["results"][len(body["results"])]["id"]
     assert ids(body) == ids(full)[: len(body["results"])]  # the lowest-ranked went first
     assert body["total"] == full["total"]
     assert json.loads(r.content) == body

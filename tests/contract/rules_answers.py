@@ -150,6 +150,12 @@ class AnswerRules:
         second = library.search("prn_a", "", limit=10, cursor=first.next)
         assert [r.id for r in first.results + second.results] == whole[:20]
 
+    def test_a_page_past_the_end_is_empty(self, library: World) -> None:
+        for query in ("", "runbook"):
+            resp = library.search("prn_a", query, limit=25, page=400)
+            assert resp.results == () and not resp.has_more and resp.next is None
+            assert resp.total == library.search("prn_a", query).total
+
     @pytest.mark.parametrize(
         "who, query, params",
         [

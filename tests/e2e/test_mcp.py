@@ -70,6 +70,8 @@ def test_both_tools_are_listed_read_only_idempotent_and_documented(
         "regex",
         "limit",
         "max_results",
+        "cursor",
+        "facets",
     }
     assert all(p.get("description") for p in search_props.values())
     assert set(by_name["library_related"].input_schema["properties"]) == {
@@ -199,13 +201,40 @@ def test_limit_and_its_alias_max_results(core: Searcher, e2e_world: World) -> No
     assert body is not None
     assert body["limit"] == 2 and body["has_more"] is True and body["total"] == len(full)
     assert any("tighter cap, 2" in n for n in body["notes"])
-    assert any(f"Showing 2 of {len(full)}" in n for n in body["notes"])
-    assert "tighter cap, 2" in text(both) and "more available" in text(both)
+    assert any(f"Showing results 1-2 of {len(full)}" in n for n in body["notes"])
+    assert body["next"] and f"next page: cursor={body['next']}" in text(both)
     assert ids(alias) == full[:3]
     assert alias.structured_content is not None and alias.structured_content["limit"] == 3
     assert ids(equal) == full[:4]
     assert equal.structured_content is not None
     assert not any("tighter" in n for n in equal.structured_content["notes"])
+
+
+def test_cursor_pages_and_facets_follow_the_query(core: Searcher, e2e_world: World) -> None:
+    token = e2e_world.tokens["ana"]
+    full = ids(call(in_memory(core, token), "library_search", query="deploy", limit=25))
+    first = call(in_memory(core, token), "library_search", query="deploy", limit=2, facets=True)
+    body = first.structured_content
+    assert body is not None and body["has_more"] and body["next"]
+    kinds = sum(v["count"] for v in body["facets"]["facets"]["kind"])
+    assert kinds == body["facets"]["total"] == body["total"] == len(full)
+    assert "facets over the" in text(first)
+    second = call(
+        in_memory(core, token), "library_search", query="deploy", limit=2, cursor=body["next"]
+    )
+    assert ids(second) == full[2:4]
+    assert "3. " in text(second)  # numbering goes on from the first page
+    # a cursor of another caller is refused, naming the argument
+    bob = call(
+        in_memory(core, e2e_world.tokens["bob"]),
+        "library_search",
+        query="deploy",
+        limit=2,
+        cursor=body["next"],
+    )
+    assert bob.is_error and bob.structured_content is not None
+    assert bob.structured_content["error"]["field"] == "cursor"
+    assert "Invalid argument `cursor`" in text(bob)
 
 
 @pytest.mark.parametrize(

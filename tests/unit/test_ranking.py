@@ -62,3 +62,25 @@ def test_word_match_with_poor_vector_is_kept() -> None:
 def test_gates_off_keeps_everything() -> None:
     out = _rank([], [("a", 0.9), ("b", 0.1)], margin=0.0, gates=False)
     assert [x.id for x in out] == ["a", "b"]
+
+
+def test_meaning_only_hits_below_the_floor_are_dropped_and_counted() -> None:
+    """The margin alone is relative: a query that means nothing keeps its least-far items."""
+    vector = [("a", 0.30), ("b", 0.28), ("w", 0.10)]
+    loose = _rank([("w", 3.0)], vector, margin=0.1)
+    assert {x.id for x in loose} == {"a", "b", "w"}
+    dropped: dict[str, int] = {}
+    out = rank(
+        [("w", 3.0)],
+        vector,
+        {},
+        k=60,
+        text_weight=1,
+        vector_weight=1,
+        margin=0.1,
+        outcome_weights=W,
+        floor=0.29,
+        dropped=dropped,
+    )
+    assert {x.id: x.kept for x in out} == {"a": "meaning-within-margin", "w": "word-match"}
+    assert dropped == {"meaning-below-floor": 1}  # b; the word match w is never dropped

@@ -1,0 +1,67 @@
+"""Paging cursors: bound to the caller and the search, tamper-proof, one stored secret."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from suli import cursor
+from suli.errors import InvalidInput
+from suli.settings import Settings
+from suli.validate import search_request
+
+pytestmark = pytest.mark.unit
+SECRET = b"s" * 32
+
+
+def test_a_cursor_reads_back_its_offset_for_the_same_caller_and_search() -> None:
+    req = search_request("Deploy  guide", outcome="approved,failed", limit=5)
+    made = cursor.make(SECRET, "prn_a", req, 10)
+    # spacing, case, filter order, limit and explain do not make another search
+    same = search_request(" deploy GUIDE ", outcome="failed,approved", limit=25, explain=True)
+    assert cursor.read(SECRET, made, "prn_a", same) == 10
+
+
+@pytest.mark.parametrize(
+    "principal, query, params",
+    [
+        ("prn_b", "deploy guide", {}),
+        ("prn_a", "deploy", {}),
+        ("prn_a", "deploy guide", {"mode": "text"}),
+        ("prn_a", "deploy guide", {"tag": "x"}),
+        ("prn_a", "deploy guide", {"regex": "dep"}),
+        ("prn_a", "deploy guide", {"include_hidden": True}),
+    ],
+)
+def test_another_caller_or_search_is_refused(principal: str, query: str, params: dict) -> None:  # type: ignore[type-arg]
+    made = cursor.make(SECRET, "prn_a", search_request("deploy guide"), 10)
+    with pytest.raises(InvalidInput) as e:
+        cursor.read(SECRET, made, principal, search_request(query, **params))
+    assert e.value.field == "cursor"
+
+
+def test_tampering_or_another_secret_is_refused() -> None:
+    req = search_request("deploy")
+    made = cursor.make(SECRET, "prn_a", req, 10)
+    forged_payload = cursor._b64(b'{"v":1,"p":"prn_a","s":"x","o":20}')
+    body, sig = made.split(".")
+    for bad in (f"{forged_payload}.{sig}", f"{body}.{sig[:-1]}", "", "...", "%%%.%%%", "a" * 600):
+        with pytest.raises(InvalidInput):
+            cursor.read(SECRET, bad, "prn_a", req)
+    with pytest.raises(InvalidInput):
+        cursor.read(b"t" * 32, made, "prn_a", req)
+
+
+def test_the_secret_is_made_once_kept_private_and_reused(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", embedder="fake")
+    first = cursor.secret_for(settings)
+    path = settings.cursor_secret_path
+    assert len(first) == 32 and path.exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert cursor.secret_for(settings) == first  # read back, not made again
+    assert list(path.parent.iterdir()) == [path]  # no temporary file left behind
+    configured = Settings(home=tmp_path / "other", embedder="fake", cursor_secret="abc")
+    assert cursor.secret_for(configured) == b"abc"
+    assert not configured.cursor_secret_path.exists()
