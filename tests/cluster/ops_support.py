@@ -37,6 +37,9 @@ def settings_for(urls: Sequence[str], alias: str, home: Path, replicas: int = 1)
         replicas=replicas,
         embedder="fake",
         home=home,
+        # A cluster restarting nodes on a loaded 2-core machine can take longer than the 10 s
+        # default to create an index or answer a bulk; searches are cut by their deadline.
+        opensearch_timeout_s=60.0,
     )
 
 

@@ -149,10 +149,10 @@ def test_a_failed_leg_is_asked_again_only_while_time_is_left(
     backend.client.msearch = msearch  # type: ignore[method-assign]
     backend.client.search = search  # type: ignore[method-assign]
     # Time left: the vector leg's failed shard is asked once more, within what is left.
-    deadline = Deadline(5.0)
+    deadline = Deadline(30.0)  # ample, even on a loaded machine
     r = searcher.search(principal, search_request("zq1marker", mode="hybrid"), deadline)
     assert [d.leg for d in r.degraded] == ["vector"]  # the broken shard fails every time
-    assert len(asked_again) == 1 and asked_again[0] <= 5.0
+    assert len(asked_again) == 1 and asked_again[0] < 30.0
     # No time left once the answer is in: no second ask, the deadline is reported.
     asked_again.clear()
     slow.set()

@@ -47,7 +47,7 @@ pytestmark = pytest.mark.cluster
 TINY_NODE = 2  # n3
 KILLS = 5  # node losses per run of the mid-write test
 SEED = 1414  # its random victims' ties and kill moments: the same every run
-STREAM_RATE = 60  # lines per second streamed into the indexer
+STREAM_RATE = 20  # lines per second streamed into the indexer, one bulk a second
 QUERY_CLIENTS = 8  # concurrent query clients during a rolling restart
 WRITE_RATE = 20  # items per second written meanwhile
 TINY_QUEUE = {"thread_pool.write.queue_size": 1, "node.processors": 1}
@@ -116,7 +116,7 @@ def test_primary_holder_killed_mid_bulk_loses_and_duplicates_nothing(
     assert physical
     client = _client(cluster)
     feed = Feed(rate=STREAM_RATE, prefix="str")
-    stream = StreamIndexer(feed, backend)
+    stream = StreamIndexer(feed, backend, batch_size=10, write_size=STREAM_RATE)
     stream.start()
     kills: list[str] = []
     t0 = time.monotonic()
@@ -127,6 +127,9 @@ def test_primary_holder_killed_mid_bulk_loses_and_duplicates_nothing(
             most = max(held.values())
             name = rng.choice(sorted(n for n, c in held.items() if c == most))
             victim = cluster.spec.names.index(name)
+            # A commit just before: the victim comes back replaying only what it missed (a
+            # replay of the whole run grows with every kill and takes minutes on 2 cores).
+            client.indices.flush(index=physical)
             done = stream.tracked.completed
             delay, mid_bulk = _kill_mid_bulk(cluster, victim, stream, rng)
             t_kill = time.monotonic()

@@ -18,7 +18,7 @@ from suli.validate import search_request
 
 # bench/ is not an installed package: import it from the repository root (as test_bench_smoke).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.floor import nonsense_queries  # noqa: E402
+from bench.floor import nonsense_queries
 
 pytestmark = pytest.mark.model
 
