@@ -41,16 +41,17 @@ OPENSEARCH_TEXT_GRID: dict[str, tuple[Any, ...]] = {
     "form": (
         TextForm("most_fields"),
         TextForm("cross_fields"),
-        TextForm("content", 0.0),
         TextForm("content", 0.25),
         TextForm("content", 0.5),
         TextForm("content", 1.0),
+        TextForm("content", 2.0),
     ),
     "bm25": ((0.9, 0.4), (1.2, 0.75), (1.2, 0.6), (1.2, 0.9), (0.9, 0.75), (1.5, 0.75)),
 }
-# Embedded: FTS5 column weights in FTS_COLUMNS order (title, body, caption, path, tags).
+# Embedded: the FTS5 title column weight (the others stay 1, tags 2). DESIGN 3.1 boosts the
+# title, so neither grid has an unboosted title.
 EMBEDDED_TEXT_GRID: dict[str, tuple[Any, ...]] = {
-    "title_weight": (1.0, 1.25, 1.5, 2.0, 3.0),
+    "title_weight": (1.1, 1.25, 1.5, 2.0, 3.0),
 }
 # Fusion values, keyed by Settings field. A field Settings lacks (the meaning floor before its
 # helper lands) is left out; adding one is one entry here and one in RANK_ARGS.
@@ -61,6 +62,8 @@ FUSION_GRID: dict[str, tuple[Any, ...]] = {
     "meaning_margin": (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 2.0),
     "meaning_floor": (0.0, 0.1, 0.2, 0.3, 0.4),
 }
+# DESIGN 3.3 sets k = 60 by default: measured (a sweep at the chosen point), never chosen.
+FIXED_BY_SPEC = {"rrf_k": 60}
 # Settings field -> keyword of suli.ranking.rank (candidate_depth cuts the legs instead).
 RANK_ARGS = {
     "rrf_k": "k",
@@ -302,7 +305,13 @@ def tune(
         return sum(ndcg(hybrid_runs(legs, p), qrels) for legs in dev_legs.values()) / len(dev_legs)
 
     raw = []
-    fusion, best = descend(fusion_start, grid_fusion, score_fusion, raw)
+    free = {n: v for n, v in grid_fusion.items() if n not in FIXED_BY_SPEC}
+    fusion, best = descend({**fusion_start, **FIXED_BY_SPEC}, free, score_fusion, raw)
+    for name in FIXED_BY_SPEC:  # what the spec's value costs on dev, for the record
+        for v in grid_fusion.get(name, ()):
+            if v != fusion[name]:
+                trial = {**fusion, name: v}
+                raw.append({"point": trial, "score": score_fusion(trial), "sweep": name})
     report["trials"]["fusion"] = [
         {**r["point"], "mean_hybrid_ndcg@10": round(r["score"], 4)} for r in raw
     ]

@@ -70,3 +70,20 @@ def test_user_text_is_never_query_syntax() -> None:
 
 def test_cosine_from_score() -> None:
     assert b.cosine_from_score(1.0) == 1.0 and b.cosine_from_score(0.5) == 0.0
+
+
+def test_text_forms() -> None:
+    """The content form scores the combined field (plus path, plus a title boost when set);
+    the per-field forms keep the v3 field lists for bench.quality --tune to compare."""
+
+    def fields(form: b.TextForm, flavour: str = "stemmed") -> tuple[str, list[str]]:
+        mm = b.text_match("x", flavour, form)["multi_match"]  # type: ignore[arg-type]
+        return mm["type"], mm["fields"]
+
+    assert fields(b.TextForm("content", 0.0)) == ("most_fields", ["content", "path"])
+    assert fields(b.TextForm("content", 0.5), "plain") == (
+        "most_fields",
+        ["content.plain", "title.plain^0.5", "path.plain"],
+    )
+    assert fields(b.TextForm("cross_fields")) == ("cross_fields", b.TEXT_FIELDS["stemmed"])
+    assert fields(b.TextForm("most_fields"), "plain") == ("most_fields", b.TEXT_FIELDS["plain"])
