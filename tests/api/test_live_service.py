@@ -226,6 +226,7 @@ def test_export_on_opensearch_writes_every_item_as_index_input(
     assert all(parse_item(r).id == r["id"] for r in rows)
     assert f"exported {len(rows)} items from the OpenSearch index" in out.stderr
 
+
 def test_pages_and_facets_locally_and_remotely(world: World, live_url: str, tmp_path: Path) -> None:
     env = env_for(world, tmp_path)
     remote = ["--url", live_url, "--token", world.tokens["ana"]]

@@ -84,3 +84,20 @@ def test_facets_over_a_search_use_the_text_legs_own_query() -> None:
     assert body["track_total_hits"] is True and body["size"] == 0
     assert {a["terms"]["size"] for a in body["aggs"].values()} == {6}  # cap + 1: says "more"
     assert "aggs" not in b.facets_body(VIS, FILTERS, match, cap=0)  # a count only
+
+
+def test_text_forms() -> None:
+    """The content form scores the combined field (plus path, plus a title boost when set);
+    the per-field forms keep the v3 field lists for bench.quality --tune to compare."""
+
+    def fields(form: b.TextForm, flavour: str = "stemmed") -> tuple[str, list[str]]:
+        mm = b.text_match("x", flavour, form)["multi_match"]  # type: ignore[arg-type]
+        return mm["type"], mm["fields"]
+
+    assert fields(b.TextForm("content", 0.0)) == ("most_fields", ["content", "path"])
+    assert fields(b.TextForm("content", 0.5), "plain") == (
+        "most_fields",
+        ["content.plain", "title.plain^0.5", "path.plain"],
+    )
+    assert fields(b.TextForm("cross_fields")) == ("cross_fields", b.TEXT_FIELDS["stemmed"])
+    assert fields(b.TextForm("most_fields"), "plain") == ("most_fields", b.TEXT_FIELDS["plain"])
