@@ -40,7 +40,9 @@ def serve(ctx: click.Context, host: str, port: int, workers: int, log_level: str
     """Run the HTTP API (/api/v1/search, /api/v1/related, ..., /docs) over the configured backend."""
     from app import server
 
-    config = settings(ctx)  # bad configuration fails here (exit 2, see cli.main), not inside a worker
+    config = settings(
+        ctx
+    )  # bad configuration fails here (exit 2, see cli.main), not inside a worker
     for key, value in (ctx.obj.get("overrides") or {}).items():
         if value is not None and key in _ENV:
             os.environ[_ENV[key]] = str(value)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from suli.backends.base import Backend
-from suli.embedding import Embedder
+from suli.embedding import Embedder, embed_hash
 from suli.errors import InvalidInput
 from suli.models import Item
 from suli.validate import parse_item
@@ -39,6 +40,8 @@ class Summary:
     indexed: int = 0
     rejected: list[Rejection] = field(default_factory=list)
     retried: int = 0
+    embedded: int = 0  # items the model embedded
+    reused: int = 0  # items whose stored vector was made from the same text: no model call
 
     @property
     def ok(self) -> bool:
@@ -50,6 +53,8 @@ class Summary:
             "indexed": self.indexed,
             "rejected": len(self.rejected),
             "retried": self.retried,
+            "embedded": self.embedded,
+            "reused": self.reused,
             "rejects": [r.to_json() for r in self.rejected],
         }
 
@@ -193,8 +198,7 @@ def index_items(
                     texts.pop(items[(entry.workspace, entry.id)][0], None)
                 items[(entry.workspace, entry.id)] = (n, entry)
         if items:
-            vectors = embedder.embed_documents([it.embed_text() for _, it in items.values()])
-            pending.extend((n, it, vectors[i]) for i, (n, it) in enumerate(items.values()))
+            pending.extend(_vectors(list(items.values()), backend, embedder, summary))
         if len(pending) >= write_size:
             write()
         if on_progress:
@@ -205,11 +209,62 @@ def index_items(
     return summary
 
 
+def _vectors(
+    items: list[tuple[int, Item]], backend: Backend, embedder: Embedder, summary: Summary
+) -> list[tuple[int, Item, Sequence[float]]]:
+    """A vector per item: the stored one when it was made from the same text by the same
+    model (its embed hash matches), else the model's; counted as reused or embedded."""
+    stored = backend.stored_embeddings([(it.workspace, it.id) for _, it in items])
+    out: list[tuple[int, Item, Sequence[float]] | None] = [None] * len(items)
+    todo: list[int] = []
+    for k, (n, it) in enumerate(items):
+        got = stored.get((it.workspace, it.id))
+        if got is not None and got[0] == embed_hash(backend.model, it.embed_text()):
+            out[k] = (n, it, got[1])
+        else:
+            todo.append(k)
+    if todo:
+        vectors = embedder.embed_documents([items[k][1].embed_text() for k in todo])
+        for j, k in enumerate(todo):
+            out[k] = (*items[k], vectors[j])
+    summary.embedded += len(todo)
+    summary.reused += len(items) - len(todo)
+    return [x for x in out if x is not None]
+
+
+def in_part(entry: Item | Rejection, n: int, part: int, parts: int) -> bool:
+    """Whether a line belongs to part `part` (1-based) of `parts`: items by a stable hash of
+    (workspace, id), so every process agrees and a re-run takes the same lines; a line with no
+    item (rejected before its id was known) by its line number, so it is reported once."""
+    if isinstance(entry, Item):
+        digest = hashlib.sha256(f"{entry.workspace}\0{entry.id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % parts == part - 1
+    return (n - 1) % parts == part - 1
+
+
 def index_stream(
-    stream: IO[bytes] | IO[str], backend: Backend, embedder: Embedder, **kw: Any
+    stream: IO[bytes] | IO[str],
+    backend: Backend,
+    embedder: Embedder,
+    part: tuple[int, int] = (1, 1),
+    **kw: Any,
 ) -> Summary:
+    """Index a JSON-lines stream; part (i, n) takes only the i-th of n stable shares of it."""
     texts: dict[int, str] = {}
-    return index_items(read_lines(stream, texts), backend, embedder, texts=texts, **kw)
+    entries = read_lines(stream, texts)
+    if part[1] > 1:
+        entries = _only_part(entries, texts, *part)
+    return index_items(entries, backend, embedder, texts=texts, **kw)
+
+
+def _only_part(
+    entries: Iterable[tuple[int, Item | Rejection]], texts: dict[int, str], part: int, parts: int
+) -> Iterator[tuple[int, Item | Rejection]]:
+    for n, entry in entries:
+        if in_part(entry, n, part, parts):
+            yield n, entry
+        else:
+            texts.pop(n, None)  # another part's line: not ours to keep or report
 
 
 def write_rejects(path: str, rejected: list[Rejection]) -> None:
