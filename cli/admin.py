@@ -10,9 +10,10 @@ from typing import IO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.context import searcher
+from cli.context import searcher, settings
 from cli.output import emit_json, handle_errors, json_option
 from indexer.pipeline import Summary, index_stream, write_rejects
+from indexer.workers import EmbedPool, default_workers
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput
 from suli.validate import parse_acl, parse_principal
@@ -45,11 +46,23 @@ def _part(text: str) -> tuple[int, int]:
     help="Index only share I of N (I/N, split by a stable hash of each item's id), so N "
     "processes or machines can index one file together; a part can be re-run after a crash.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 256),
+    default=None,
+    help="Processes that run the embedding model (default: one per core with the real model, "
+    "none with the fake; 0 embeds in this process).",
+)
 @json_option
 @click.pass_context
 @handle_errors
 def index_cmd(
-    ctx: click.Context, file: str, rejects_path: str | None, part: str, as_json: bool
+    ctx: click.Context,
+    file: str,
+    rejects_path: str | None,
+    part: str,
+    workers: int | None,
+    as_json: bool,
 ) -> None:
     """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file."""
     share = _part(part)
@@ -68,6 +81,10 @@ def index_cmd(
         console=__import__("rich.console").console.Console(stderr=True),
         transient=True,
     )
+    kind = settings(ctx).embedder
+    if workers is None:
+        workers = default_workers() if kind == "minilm" else 0
+    pool = EmbedPool(kind, workers) if workers else None
     with progress, stream:
         task = progress.add_task("index", total=total, counts="")
 
@@ -75,7 +92,13 @@ def index_cmd(
             counts = f"embedded {sm.embedded}, reused {sm.reused}"
             progress.update(task, completed=sm.read, counts=counts)
 
-        summary = index_stream(stream, s.backend, s.embedder, part=share, on_progress=tick)
+        try:
+            summary = index_stream(
+                stream, s.backend, s.embedder, part=share, on_progress=tick, pool=pool
+            )
+        finally:
+            if pool is not None:
+                pool.close(cancel=True)
     s.backend.refresh()
     if summary.rejected:
         rejects_path = rejects_path or (("stdin" if file == "-" else file) + ".rejects.jsonl")
@@ -91,6 +114,12 @@ def index_cmd(
             f"retried {summary.retried}; embedded {summary.embedded}, reused {summary.reused}",
             err=True,
         )
+        if summary.stopped:
+            click.echo(
+                f"stopped ({summary.stopped}): {summary.unwritten} lines read were not "
+                "written; re-run the same command to finish (upserts are idempotent)",
+                err=True,
+            )
         for r in summary.rejected[:20]:
             click.echo(f"  line {r.line}: {r.reason}", err=True)
         if summary.rejected:
