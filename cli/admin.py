@@ -11,9 +11,10 @@ from typing import IO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.context import searcher, store_name
+from cli.context import searcher, settings, store_name
 from cli.output import emit_json, handle_errors, json_option
 from indexer.pipeline import Summary, index_stream, write_rejects
+from indexer.workers import EmbedPool, default_workers
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput
 from suli.validate import lookup_id, parse_acl, parse_principal
@@ -26,16 +27,46 @@ def _count_lines(path: str) -> int | None:
         return sum(1 for line in f if line.strip())
 
 
+def _part(text: str) -> tuple[int, int]:
+    """I/N with 1 <= I <= N, or InvalidInput naming --part."""
+    i, sep, n = text.partition("/")
+    if sep and i.strip().isdigit() and n.strip().isdigit() and 1 <= int(i) <= int(n):
+        return int(i), int(n)
+    raise InvalidInput(f"--part: expected I/N with 1 <= I <= N (e.g. 2/4), got {text!r}", "part")
+
+
 @click.command("index")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False, exists=False))
 @click.option(
     "--rejects", "rejects_path", help="Where to write rejected lines (default FILE.rejects.jsonl)."
 )
+@click.option(
+    "--part",
+    default="1/1",
+    show_default=True,
+    help="Index only share I of N (I/N, split by a stable hash of each item's id), so N "
+    "processes or machines can index one file together; a part can be re-run after a crash.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(0, 256),
+    default=None,
+    help="Processes that run the embedding model (default: one per core with the real model, "
+    "none with the fake; 0 embeds in this process).",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: bool) -> None:
+def index_cmd(
+    ctx: click.Context,
+    file: str,
+    rejects_path: str | None,
+    part: str,
+    workers: int | None,
+    as_json: bool,
+) -> None:
     """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file."""
+    share = _part(part)
     if file != "-" and not Path(file).is_file():
         raise InvalidInput(f"file: no such file {file!r}", "file")
     s = searcher(ctx)
@@ -44,19 +75,31 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
     stream: IO[bytes] = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     progress = Progress(
         TextColumn("indexing"),
+        TextColumn("{task.fields[counts]}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=__import__("rich.console").console.Console(stderr=True),
         transient=True,
     )
+    kind = settings(ctx).embedder
+    if workers is None:
+        workers = default_workers() if kind == "minilm" else 0
+    pool = EmbedPool(kind, workers) if workers else None
     with progress, stream:
-        task = progress.add_task("index", total=total)
+        task = progress.add_task("index", total=total, counts="")
 
         def tick(sm: Summary) -> None:
-            progress.update(task, completed=sm.read)
+            counts = f"embedded {sm.embedded}, reused {sm.reused}"
+            progress.update(task, completed=sm.read, counts=counts)
 
-        summary = index_stream(stream, s.backend, s.embedder, on_progress=tick)
+        try:
+            summary = index_stream(
+                stream, s.backend, s.embedder, part=share, on_progress=tick, pool=pool
+            )
+        finally:
+            if pool is not None:
+                pool.close(cancel=True)
     s.backend.refresh()
     if summary.rejected:
         rejects_path = rejects_path or (("stdin" if file == "-" else file) + ".rejects.jsonl")
@@ -68,9 +111,16 @@ def index_cmd(ctx: click.Context, file: str, rejects_path: str | None, as_json: 
         emit_json(body)
     else:
         click.echo(
-            f"read {summary.read}, indexed {summary.indexed}, rejected {len(summary.rejected)}, retried {summary.retried}",
+            f"read {summary.read}, indexed {summary.indexed}, rejected {len(summary.rejected)}, "
+            f"retried {summary.retried}; embedded {summary.embedded}, reused {summary.reused}",
             err=True,
         )
+        if summary.stopped:
+            click.echo(
+                f"stopped ({summary.stopped}): {summary.unwritten} lines read were not "
+                "written; re-run the same command to finish (upserts are idempotent)",
+                err=True,
+            )
         for r in summary.rejected[:20]:
             click.echo(f"  line {r.line}: {r.reason}", err=True)
         if summary.rejected:

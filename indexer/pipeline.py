@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from indexer.workers import EmbedPool
 from suli.backends.base import Backend
-from suli.embedding import Embedder
-from suli.errors import InvalidInput
+from suli.embedding import Embedder, FloatArray, embed_hash
+from suli.errors import IndexingError, InvalidInput
 from suli.models import Item
 from suli.validate import parse_item
 
@@ -39,10 +43,18 @@ class Summary:
     indexed: int = 0
     rejected: list[Rejection] = field(default_factory=list)
     retried: int = 0
+    embedded: int = 0  # items the model embedded
+    reused: int = 0  # items whose stored vector was made from the same text: no model call
+    stopped: str | None = None  # why the run stopped before the end (Ctrl-C, a dead worker)
 
     @property
     def ok(self) -> bool:
-        return not self.rejected and self.read == self.indexed
+        return not self.rejected and self.read == self.indexed and self.stopped is None
+
+    @property
+    def unwritten(self) -> int:
+        """Lines read but neither written nor rejected (only when the run stopped early)."""
+        return self.read - self.indexed - len(self.rejected)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +62,10 @@ class Summary:
             "indexed": self.indexed,
             "rejected": len(self.rejected),
             "retried": self.retried,
+            "embedded": self.embedded,
+            "reused": self.reused,
+            "stopped": self.stopped,
+            "unwritten": self.unwritten,
             "rejects": [r.to_json() for r in self.rejected],
         }
 
@@ -155,15 +171,21 @@ def index_items(
     batch_size: int = BATCH,
     write_size: int = WRITE_BATCH,
     texts: dict[int, str] | None = None,
+    pool: EmbedPool | None = None,
 ) -> Summary:
     """Embed valid items in batches of batch_size and upsert them in batches of write_size;
     count every entry as indexed or rejected.
 
     texts: the lines of the items read and not yet written, by line number (read_lines fills
-    it); an item the store refuses is reported with its line, and written lines are dropped."""
+    it); an item the store refuses is reported with its line, and written lines are dropped.
+    pool: embed in its worker processes instead of calling embedder here; at most two batches
+    per worker are in flight, so reading waits for the model (bounded memory on a stream).
+    A run stopped by Ctrl-C or a dead worker returns what it wrote, with `stopped` set."""
     texts = {} if texts is None else texts
     summary = Summary()
     pending: list[tuple[int, Item, Sequence[float]]] = []
+    in_flight: deque[tuple[Planned, Future[FloatArray] | None]] = deque()
+    limit = 2 * pool.workers if pool else 0
 
     def write() -> None:
         if not pending:
@@ -179,37 +201,117 @@ def index_items(
             texts.pop(n, None)
         pending.clear()
 
-    for batch in _batches(entries, batch_size):
-        summary.read += len(batch)
-        # Within one batch the last line for an item wins, as it would across batches; an
-        # item is (workspace, id): the same id in two workspaces is two items.
-        items: dict[tuple[str, str], tuple[int, Item]] = {}
-        for n, entry in batch:
-            if isinstance(entry, Rejection):
-                summary.rejected.append(entry)
-            else:
-                if (entry.workspace, entry.id) in items:
-                    summary.indexed += 1  # the earlier line is replaced by this upsert
-                    texts.pop(items[(entry.workspace, entry.id)][0], None)
-                items[(entry.workspace, entry.id)] = (n, entry)
-        if items:
-            vectors = embedder.embed_documents([it.embed_text() for _, it in items.values()])
-            pending.extend((n, it, vectors[i]) for i, (n, it) in enumerate(items.values()))
+    def finish_oldest() -> None:
+        planned, future = in_flight.popleft()
+        vectors = EmbedPool.result(future) if future is not None else None
+        pending.extend(planned.rows(vectors))
         if len(pending) >= write_size:
             write()
-        if on_progress:
-            on_progress(summary)
-    write()
+
+    try:
+        for batch in _batches(entries, batch_size):
+            summary.read += len(batch)
+            # Within one batch the last line for an item wins, as it would across batches; an
+            # item is (workspace, id): the same id in two workspaces is two items.
+            items: dict[tuple[str, str], tuple[int, Item]] = {}
+            for n, entry in batch:
+                if isinstance(entry, Rejection):
+                    summary.rejected.append(entry)
+                else:
+                    if (entry.workspace, entry.id) in items:
+                        summary.indexed += 1  # the earlier line is replaced by this upsert
+                        texts.pop(items[(entry.workspace, entry.id)][0], None)
+                    items[(entry.workspace, entry.id)] = (n, entry)
+            if items:
+                planned = Planned.of(list(items.values()), backend, summary)
+                if pool is None:
+                    found = embedder.embed_documents(planned.texts) if planned.texts else None
+                    pending.extend(planned.rows(found))
+                else:
+                    future = pool.submit(planned.texts) if planned.texts else None
+                    in_flight.append((planned, future))
+                    while len(in_flight) > limit:
+                        finish_oldest()
+            if len(pending) >= write_size:
+                write()
+            if on_progress:
+                on_progress(summary)
+        while in_flight:
+            finish_oldest()
+        write()
+    except (KeyboardInterrupt, IndexingError) as e:
+        summary.stopped = "interrupted" if isinstance(e, KeyboardInterrupt) else e.message
     if on_progress:
         on_progress(summary)
     return summary
 
 
+@dataclass
+class Planned:
+    """One batch's items: the stored vectors reused, and the texts left for the model."""
+
+    items: list[tuple[int, Item]]
+    reused: dict[int, Sequence[float]]  # position in items -> stored vector
+    todo: list[int]  # positions in items the model must embed
+    texts: list[str]
+
+    @classmethod
+    def of(cls, items: list[tuple[int, Item]], backend: Backend, summary: Summary) -> Planned:
+        """Reuse a stored vector when it was made from the same text by the same model (its
+        embed hash matches); count each item as reused or embedded."""
+        stored = backend.stored_embeddings([(it.workspace, it.id) for _, it in items])
+        reused: dict[int, Sequence[float]] = {}
+        todo: list[int] = []
+        for k, (_, it) in enumerate(items):
+            got = stored.get((it.workspace, it.id))
+            if got is not None and got[0] == embed_hash(backend.model, it.embed_text()):
+                reused[k] = got[1]
+            else:
+                todo.append(k)
+        summary.embedded += len(todo)
+        summary.reused += len(reused)
+        return cls(items, reused, todo, [items[k][1].embed_text() for k in todo])
+
+    def rows(self, vectors: FloatArray | None) -> list[tuple[int, Item, Sequence[float]]]:
+        """(line, item, vector) in input order, given the model's vectors for `texts`."""
+        made = dict(zip(self.todo, vectors if vectors is not None else [], strict=True))
+        return [(n, it, self.reused[k] if k in self.reused else made[k])
+                for k, (n, it) in enumerate(self.items)]  # fmt: skip
+
+
+def in_part(entry: Item | Rejection, n: int, part: int, parts: int) -> bool:
+    """Whether a line belongs to part `part` (1-based) of `parts`: items by a stable hash of
+    (workspace, id), so every process agrees and a re-run takes the same lines; a line with no
+    item (rejected before its id was known) by its line number, so it is reported once."""
+    if isinstance(entry, Item):
+        digest = hashlib.sha256(f"{entry.workspace}\0{entry.id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % parts == part - 1
+    return (n - 1) % parts == part - 1
+
+
 def index_stream(
-    stream: IO[bytes] | IO[str], backend: Backend, embedder: Embedder, **kw: Any
+    stream: IO[bytes] | IO[str],
+    backend: Backend,
+    embedder: Embedder,
+    part: tuple[int, int] = (1, 1),
+    **kw: Any,
 ) -> Summary:
+    """Index a JSON-lines stream; part (i, n) takes only the i-th of n stable shares of it."""
     texts: dict[int, str] = {}
-    return index_items(read_lines(stream, texts), backend, embedder, texts=texts, **kw)
+    entries = read_lines(stream, texts)
+    if part[1] > 1:
+        entries = _only_part(entries, texts, *part)
+    return index_items(entries, backend, embedder, texts=texts, **kw)
+
+
+def _only_part(
+    entries: Iterable[tuple[int, Item | Rejection]], texts: dict[int, str], part: int, parts: int
+) -> Iterator[tuple[int, Item | Rejection]]:
+    for n, entry in entries:
+        if in_part(entry, n, part, parts):
+            yield n, entry
+        else:
+            texts.pop(n, None)  # another part's line: not ours to keep or report
 
 
 def write_rejects(path: str, rejected: list[Rejection]) -> None:

@@ -42,6 +42,12 @@ MAX_TOKENS = 256
 DEFAULT_THREADS = 1
 
 
+def embed_hash(model: str, text: str) -> str:
+    """What a stored vector was made from: the model's id and the exact text it embedded.
+    An upsert whose hash equals the stored one reuses the stored vector (no model call)."""
+    return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()[:32]
+
+
 class ModelUnavailable(SuliError):
     """The bundled embedding model or its tokenizer is missing or not the pinned file."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -135,6 +135,7 @@ class Backend(Protocol):
     """What the search core needs from a store."""
 
     dimension: int
+    model: str  # the embedding model the store's vectors come from ("" when unknown)
 
     def search(self, query: LegQuery) -> LegResults: ...
 
@@ -154,6 +155,13 @@ class Backend(Protocol):
         ...
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]: ...
+
+    def stored_embeddings(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> Mapping[tuple[str, str], tuple[str, Sequence[float]]]:
+        """(embed hash, vector) of the stored items among (workspace, id) keys, for the
+        indexer's reuse of unchanged vectors; items stored without a hash are absent."""
+        ...
 
     def facets(
         self,

@@ -29,6 +29,7 @@ from suli.backends.base import (
     TokenInfo,
 )
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
+from suli.embedding import FloatArray, embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -425,8 +426,17 @@ class EmbeddedBackend:
             # Every write moves the generation on: each process's caches of the file expire.
             gen = q.next_generation(c)
             for item, blob in rows:
-                q.write_item(c, item, blob, gen)
+                q.write_item(c, item, blob, gen, embed_hash(self.model, item.embed_text()))
         return BulkOutcome(indexed=tuple(item.id for item, _ in rows), rejected=rejected)
+
+    def stored_embeddings(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[str, FloatArray]]:
+        if not keys:
+            return {}
+        with self._tx() as c:
+            got = q.stored_embeddings(c, list(dict.fromkeys(keys)))
+        return {k: (h, np.frombuffer(v, dtype=np.float32)) for k, (h, v) in got.items()}
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         unique = list(dict.fromkeys(ids))

@@ -105,6 +105,9 @@ def schema(dimension: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS item_stations_name ON item_stations (name, item)",
         "CREATE INDEX IF NOT EXISTS item_stations_item ON item_stations (item)",
         "CREATE TABLE IF NOT EXISTS item_refs (item INTEGER NOT NULL, ref TEXT NOT NULL)",
+        # The embed hash of each item's vector (suli.embedding.embed_hash); a store written
+        # before it existed simply has none, so its first re-upsert embeds once more.
+        "CREATE TABLE IF NOT EXISTS item_embed (item INTEGER PRIMARY KEY, hash TEXT NOT NULL)",
         "CREATE INDEX IF NOT EXISTS item_refs_ref ON item_refs (ref, item)",
         "CREATE INDEX IF NOT EXISTS item_refs_item ON item_refs (item)",
         ACLS_TABLE.format(name="acls"),
@@ -501,7 +504,7 @@ _UPSERT = (
     f"{', '.join(f'{c} = excluded.{c}' for c in ITEM_COLUMNS if c not in ('id', 'workspace'))} "
     "RETURNING rowid"
 )
-_SIDE_TABLES = ("item_tags", "item_stations", "item_refs")
+_SIDE_TABLES = ("item_tags", "item_stations", "item_refs", "item_embed")
 
 
 def next_generation(c: sqlite3.Connection) -> int:
@@ -513,8 +516,9 @@ def next_generation(c: sqlite3.Connection) -> int:
     return int(row[0])
 
 
-def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int) -> None:
-    """Insert or replace one item, its list rows and its vector (the row keeps its rowid)."""
+def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int, ehash: str) -> None:
+    """Insert or replace one item, its list rows, its vector and the vector's embed hash (the
+    row keeps its rowid)."""
     rowid = c.execute(_UPSERT, item_row(item)).fetchone()[0]
     for table in _SIDE_TABLES:
         c.execute(f"DELETE FROM {table} WHERE item = ?", (rowid,))
@@ -524,6 +528,25 @@ def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int) -> No
     )
     c.executemany("INSERT INTO item_refs VALUES (?, ?)", [(rowid, r) for r in item.references])
     c.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (rowid, gen, vector))
+    c.execute("INSERT INTO item_embed VALUES (?, ?)", (rowid, ehash))
+
+
+def stored_embeddings(
+    c: sqlite3.Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, bytes]]:
+    """(embed hash, vector blob) of the stored items among keys ((workspace, id) pairs)."""
+    out: dict[tuple[str, str], tuple[str, bytes]] = {}
+    for start in range(0, len(keys), 400):  # under SQLite's bound-parameter limit
+        chunk = keys[start : start + 400]
+        where = " OR ".join("(i.workspace = ? AND i.id = ?)" for _ in chunk)
+        rows = c.execute(
+            "SELECT i.workspace, i.id, e.hash, v.vector FROM items i "
+            "JOIN item_embed e ON e.item = i.rowid JOIN vectors v ON v.rowid = i.rowid "
+            f"WHERE {where}",
+            [x for k in chunk for x in k],
+        ).fetchall()
+        out.update({(w, i): (h, v) for w, i, h, v in rows})
+    return out
 
 
 def delete_item(c: sqlite3.Connection, workspace: str, item_id: str, gen: int) -> bool:

@@ -37,6 +37,7 @@ from suli.backends.base import (
     TokenInfo,
 )
 from suli.deadline import in_force
+from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
@@ -534,10 +535,25 @@ class OpenSearchBackend:
                 {
                     "_op_type": "index",
                     "_id": keys.key(item.workspace, item.id),
-                    "_source": bodies.item_to_doc(item, vec),
+                    "_source": bodies.item_to_doc(
+                        item, vec, embed_hash(self.model, item.embed_text())
+                    ),
                 }
             )
         return self._bulk(actions, index)
+
+    def stored_embeddings(
+        self, keyed: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[str, list[float]]]:
+        if not keyed:
+            return {}
+        ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
+        r = self._search(bodies.stored_embeddings_body(ids), "stored vectors")
+        return {
+            (s["workspace"], s["id"]): (s["embedded_text_sha"], s["vector"])
+            for s in (h["_source"] for h in r["hits"]["hits"])
+            if s.get("embedded_text_sha") and s.get("vector")
+        }
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         self._keys_ok()

@@ -319,9 +319,10 @@ def _iso(d: datetime | None) -> str | None:
     return d.isoformat().replace("+00:00", "Z") if d else None
 
 
-def item_to_doc(item: Item, vector: Sequence[float]) -> dict[str, Any]:
-    """The indexed document: item fields, the derived scope and the vector."""
-    return {
+def item_to_doc(item: Item, vector: Sequence[float], ehash: str | None = None) -> dict[str, Any]:
+    """The indexed document: item fields, the derived scope, the vector and (when known) the
+    embed hash of what the vector was made from (suli.embedding.embed_hash)."""
+    doc = {
         "id": item.id,
         "workspace": item.workspace,
         "kind": item.kind,
@@ -347,6 +348,19 @@ def item_to_doc(item: Item, vector: Sequence[float]) -> dict[str, Any]:
         "last_activity_at": _iso(item.last_activity_at),
         "hidden": item.hidden,
         "vector": [float(x) for x in vector],
+    }
+    if ehash:
+        doc["embedded_text_sha"] = ehash
+    return doc
+
+
+def stored_embeddings_body(ids: Sequence[str]) -> dict[str, Any]:
+    """The stored embed hash and vector of the documents with these `_id`s (an admin read of
+    the indexer's own items: no visibility applies)."""
+    return {
+        "size": len(ids),
+        "query": {"ids": {"values": list(ids)}},
+        "_source": ["id", "workspace", "embedded_text_sha", "vector"],
     }
 
 

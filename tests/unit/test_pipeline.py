@@ -5,18 +5,25 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from indexer.pipeline import Rejection, index_items, index_stream
+from indexer.pipeline import Rejection, in_part, index_items, index_stream
 from suli.backends.base import BulkOutcome
-from suli.embedding import FakeEmbedder
+from suli.embedding import FakeEmbedder, embed_hash
 from suli.models import Item
 
 
 class RecordingStore:
     """Records each upsert's ids; refuses the ids it is told to (as a mapping would)."""
 
+    model = "fake"
+
     def __init__(self, refuse: Sequence[str] = ()) -> None:
         self.calls: list[list[str]] = []
         self.refuse = set(refuse)
+
+    def stored_embeddings(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[str, list[float]]]:
+        return {}
 
     def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:
         ids = [it.id for it, _ in items]
@@ -80,3 +87,78 @@ def test_a_line_the_store_refuses_is_reported_with_its_text() -> None:
     [rej] = summary.rejected
     assert (rej.line, rej.id, rej.text) == (3, "itm_3", lines[2])
     assert rej.to_json() == {"line": 3, "id": "itm_3", "reason": "refused", "text": lines[2]}
+
+
+class CountingEmbedder(FakeEmbedder):
+    """Counts the passages the model is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed_documents(self, texts, batch_size=None, on_progress=None):  # type: ignore[no-untyped-def]
+        self.texts.extend(texts)
+        return super().embed_documents(texts)
+
+
+class StoredVectorsStore(RecordingStore):
+    """A store that remembers what it was given, with the embed hash of each vector."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: dict[tuple[str, str], tuple[str, Sequence[float]]] = {}
+
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:
+        for it, vec in items:
+            self.saved[(it.workspace, it.id)] = (embed_hash(self.model, it.embed_text()), vec)
+        return super().upsert(items)
+
+    def stored_embeddings(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[str, Sequence[float]]]:
+        return {k: self.saved[k] for k in keys if k in self.saved}
+
+
+def test_an_unchanged_item_reuses_its_stored_vector_without_a_model_call() -> None:
+    store, model = StoredVectorsStore(), CountingEmbedder()
+    first = index_items(((n, item(n)) for n in range(10)), store, model, batch_size=4)  # type: ignore[arg-type]
+    assert (first.embedded, first.reused, len(model.texts)) == (10, 0, 10)
+    before = dict(store.saved)
+
+    model.texts.clear()
+    changed = Item(id="itm_3", workspace="ws", title="a new title")
+    again = [(n, changed if n == 3 else item(n)) for n in range(10)]
+    second = index_items(again, store, model, batch_size=4)  # type: ignore[arg-type]
+    assert (second.embedded, second.reused, second.indexed) == (1, 9, 10)
+    assert model.texts == [changed.embed_text()]  # only the changed text reached the model
+    for n in (0, 9):  # reused vectors are the stored ones, unchanged
+        assert list(store.saved[("ws", f"itm_{n}")][1]) == list(before[("ws", f"itm_{n}")][1])
+    assert store.saved[("ws", "itm_3")][0] != before[("ws", "itm_3")][0]
+
+
+def test_the_same_id_in_another_workspace_is_not_reused() -> None:
+    store, model = StoredVectorsStore(), CountingEmbedder()
+    index_items([(1, item(1))], store, model)  # type: ignore[arg-type]
+    other = Item(id="itm_1", workspace="other", title="title 1")  # same text, other workspace
+    summary = index_items([(1, other)], store, model)  # type: ignore[arg-type]
+    assert (summary.embedded, summary.reused) == (1, 0)
+
+
+def test_parts_cover_every_line_exactly_once() -> None:
+    entries: list[Item | Rejection] = [
+        Item(id=f"itm_{n}", workspace=f"ws{n % 3}", title="t") for n in range(3000)
+    ]
+    entries += [Rejection(n, None, "invalid JSON") for n in range(3001, 3050)]
+    for parts in (1, 2, 3, 7):
+        owners = [
+            [p for p in range(1, parts + 1) if in_part(e, n, p, parts)]
+            for n, e in enumerate(entries, start=1)
+        ]
+        assert all(len(o) == 1 for o in owners), parts
+        sizes = [sum(1 for o in owners if o == [p]) for p in range(1, parts + 1)]
+        assert min(sizes) > 0.8 * len(entries) / parts  # a hash split, roughly even
+    # stable: the same item goes to the same part in every run and every process
+    it = Item(id="itm_42", workspace="ws1", title="another title")
+    assert [in_part(it, 1, p, 4) for p in range(1, 5)] == [
+        in_part(it, 99, p, 4) for p in range(1, 5)
+    ]

@@ -1,0 +1,116 @@
+"""`suli index --workers N`: worker processes embed, the main process writes and accounts.
+
+The same vectors as one process; a worker killed mid-run stops the run loudly with every line
+accounted for (written, rejected or reported as not written), never a silent loss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.workers import EmbedPool
+from suli.backends.embedded import EmbeddedBackend
+from suli.embedding import FakeEmbedder
+
+pytestmark = pytest.mark.integration
+
+SULI = str(Path(sys.executable).parent / "suli")
+
+
+def line(k: int) -> bytes:
+    item = {"id": f"itm_{k}", "workspace": "ws", "title": f"note {k}", "body": f"text {k % 17}"}
+    return (json.dumps(item) + "\n").encode()
+
+
+def env_for(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SULI_")}
+    return {**env, "SULI_EMBEDDER": "fake", "SULI_HOME": str(tmp_path), "SULI_BACKEND": "embedded"}
+
+
+def test_a_pool_gives_the_vectors_one_process_gives() -> None:
+    texts = [f"passage {k} about {'x' * (k % 7)} things" for k in range(40)]
+    pool = EmbedPool("fake", 2)
+    try:
+        futures = [pool.submit(texts[k : k + 8]) for k in range(0, 40, 8)]
+        got = np.vstack([EmbedPool.result(f) for f in futures])
+    finally:
+        pool.close()
+    assert np.array_equal(got, FakeEmbedder().embed_documents(texts))
+
+
+def test_workers_index_what_one_process_indexes(tmp_path: Path) -> None:
+    src = tmp_path / "items.jsonl"
+    src.write_bytes(b"".join(line(k) for k in range(300)))
+    env = env_for(tmp_path)
+    for workers in ("0", "2"):
+        env["SULI_EMBEDDED_PATH"] = str(tmp_path / f"w{workers}.db")
+        out = subprocess.run(
+            [SULI, "index", "--json", "--workers", workers, str(src)],
+            env=env, capture_output=True, check=True,
+        )  # fmt: skip
+        body = json.loads(out.stdout)
+        assert (body["indexed"], body["embedded"], body["stopped"]) == (300, 300, None)
+    one, two = (EmbeddedBackend(tmp_path / f"w{w}.db", 384) for w in ("0", "2"))
+    keys = [("ws", f"itm_{k}") for k in range(300)]
+    a, b = one.stored_embeddings(keys), two.stored_embeddings(keys)
+    assert a.keys() == b.keys() == set(keys)
+    assert all(a[k][0] == b[k][0] and np.array_equal(a[k][1], b[k][1]) for k in keys)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids = (task / "children").read_text().split()
+        found.extend(int(k) for k in kids)
+    return found
+
+
+def test_a_killed_worker_stops_the_run_loudly_and_loses_no_line(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    env["SULI_EMBEDDED_PATH"] = str(tmp_path / "suli.db")
+    proc = subprocess.Popen(
+        [SULI, "index", "--json", "--workers", "2", "-"],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    proc.stdin.write(b"".join(line(k) for k in range(200)))
+    proc.stdin.flush()
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while time.monotonic() < deadline:  # the spawned workers (beside a resource tracker)
+        workers = [c for c in _children(proc.pid) if b"spawn_main" in _cmdline(c)]
+        if workers:
+            break
+        time.sleep(0.1)
+    assert workers, "no worker process appeared"
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        for k in range(200, 2000):
+            proc.stdin.write(line(k))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # the run stopped while we were still feeding it: that is the point
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err.decode()
+    body = json.loads(out)
+    assert body["stopped"] and "worker process died" in body["stopped"]
+    # every line read is accounted for: written, rejected, or reported as not written
+    assert body["indexed"] + body["rejected"] + body["unwritten"] == body["read"]
+    store = EmbeddedBackend(tmp_path / "suli.db", 384)
+    assert store.count() == body["indexed"]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
