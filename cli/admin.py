@@ -112,7 +112,8 @@ def index_cmd(
     else:
         click.echo(
             f"read {summary.read}, indexed {summary.indexed}, rejected {len(summary.rejected)}, "
-            f"retried {summary.retried}; embedded {summary.embedded}, reused {summary.reused}",
+            f"retried {summary.retried}; embedded {summary.embedded}, reused {summary.reused}, "
+            f"brought their own vector {summary.supplied}",
             err=True,
         )
         if summary.stopped:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -37,6 +38,29 @@ class Rejection:
         return {"line": self.line, "id": self.id, "reason": self.reason, "text": self.text}
 
 
+@dataclass(frozen=True)
+class Supplied:
+    """A vector an input line brings (`vector`, made by `vector_model`), not yet checked."""
+
+    vector: Any
+    model: Any
+
+    def check(self, model: str, dimension: int) -> list[float] | str:
+        """The vector, or why it cannot be used (the line is then rejected)."""
+        if self.model != model:
+            return f"vector_model: vectors here come from {model!r}, the line says {self.model!r}"
+        v = self.vector
+        if not isinstance(v, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in v
+        ):
+            return "vector: must be a list of numbers"
+        if len(v) != dimension:
+            return f"vector: expected {dimension} dimensions, got {len(v)}"
+        if not all(math.isfinite(x) for x in v):
+            return "vector: NaN or infinite values"
+        return [float(x) for x in v]
+
+
 @dataclass
 class Summary:
     read: int = 0
@@ -45,6 +69,7 @@ class Summary:
     retried: int = 0
     embedded: int = 0  # items the model embedded
     reused: int = 0  # items whose stored vector was made from the same text: no model call
+    supplied: int = 0  # items that brought their own vector (`vector` + `vector_model`)
     stopped: str | None = None  # why the run stopped before the end (Ctrl-C, a dead worker)
 
     @property
@@ -64,6 +89,7 @@ class Summary:
             "retried": self.retried,
             "embedded": self.embedded,
             "reused": self.reused,
+            "supplied": self.supplied,
             "stopped": self.stopped,
             "unwritten": self.unwritten,
             "rejects": [r.to_json() for r in self.rejected],
@@ -101,7 +127,9 @@ def _decode(n: int, raw: bytes | str) -> str | Rejection:
 
 
 def read_lines(
-    stream: IO[bytes] | IO[str], texts: dict[int, str] | None = None
+    stream: IO[bytes] | IO[str],
+    texts: dict[int, str] | None = None,
+    supplied: dict[int, Supplied] | None = None,
 ) -> Iterator[tuple[int, Item | Rejection]]:
     """Parse JSON lines: each non-blank line becomes an Item or a Rejection with its line number.
 
@@ -111,6 +139,7 @@ def read_lines(
     there (elsewhere it is not a file's marker, and json refuses it). JSON error columns are
     json's (1-based characters of the line as an editor shows it, BOM not counted).
     texts: where the lines of valid items are kept until written (see index_items).
+    supplied: where a line's own `vector` and `vector_model` go (checked by index_items).
     """
     for n, raw, too_long in _raw_lines(stream):
         if too_long:
@@ -140,6 +169,9 @@ def read_lines(
         item_id = (
             data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
         )
+        own = None
+        if isinstance(data, dict) and ("vector" in data or "vector_model" in data):
+            own = Supplied(data.pop("vector", None), data.pop("vector_model", None))
         try:
             parsed = parse_item(data)
         except InvalidInput as e:
@@ -147,6 +179,8 @@ def read_lines(
             continue
         if texts is not None:
             texts[n] = text
+        if own is not None and supplied is not None:
+            supplied[n] = own
         yield n, parsed
 
 
@@ -172,6 +206,7 @@ def index_items(
     write_size: int = WRITE_BATCH,
     texts: dict[int, str] | None = None,
     pool: EmbedPool | None = None,
+    supplied: dict[int, Supplied] | None = None,
 ) -> Summary:
     """Embed valid items in batches of batch_size and upsert them in batches of write_size;
     count every entry as indexed or rejected.
@@ -180,8 +215,11 @@ def index_items(
     it); an item the store refuses is reported with its line, and written lines are dropped.
     pool: embed in its worker processes instead of calling embedder here; at most two batches
     per worker are in flight, so reading waits for the model (bounded memory on a stream).
-    A run stopped by Ctrl-C or a dead worker returns what it wrote, with `stopped` set."""
+    A run stopped by Ctrl-C or a dead worker returns what it wrote, with `stopped` set.
+    supplied: vectors that lines brought (read_lines fills it): used as given when they fit
+    the model and dimension, else the line is rejected with the reason."""
     texts = {} if texts is None else texts
+    supplied = {} if supplied is None else supplied
     summary = Summary()
     pending: list[tuple[int, Item, Sequence[float]]] = []
     in_flight: deque[tuple[Planned, Future[FloatArray] | None]] = deque()
@@ -220,10 +258,22 @@ def index_items(
                 else:
                     if (entry.workspace, entry.id) in items:
                         summary.indexed += 1  # the earlier line is replaced by this upsert
-                        texts.pop(items[(entry.workspace, entry.id)][0], None)
+                        replaced = items[(entry.workspace, entry.id)][0]
+                        texts.pop(replaced, None)
+                        supplied.pop(replaced, None)
                     items[(entry.workspace, entry.id)] = (n, entry)
+            given: dict[int, list[float]] = {}  # checked vectors the lines brought
+            for key, (n, it) in list(items.items()):
+                if n not in supplied:
+                    continue
+                got = supplied.pop(n).check(embedder.name, backend.dimension)
+                if isinstance(got, str):
+                    summary.rejected.append(Rejection(n, it.id, got, texts.pop(n, None)))
+                    del items[key]
+                else:
+                    given[n] = got
             if items:
-                planned = Planned.of(list(items.values()), backend, summary)
+                planned = Planned.of(list(items.values()), backend, summary, given)
                 if pool is None:
                     found = embedder.embed_documents(planned.texts) if planned.texts else None
                     pending.extend(planned.rows(found))
@@ -248,34 +298,44 @@ def index_items(
 
 @dataclass
 class Planned:
-    """One batch's items: the stored vectors reused, and the texts left for the model."""
+    """One batch's items: the vectors they brought or the store holds, and the texts left
+    for the model."""
 
     items: list[tuple[int, Item]]
-    reused: dict[int, Sequence[float]]  # position in items -> stored vector
+    ready: dict[int, Sequence[float]]  # position in items -> a vector brought or stored
     todo: list[int]  # positions in items the model must embed
     texts: list[str]
 
     @classmethod
-    def of(cls, items: list[tuple[int, Item]], backend: Backend, summary: Summary) -> Planned:
-        """Reuse a stored vector when it was made from the same text by the same model (its
-        embed hash matches); count each item as reused or embedded."""
+    def of(
+        cls,
+        items: list[tuple[int, Item]],
+        backend: Backend,
+        summary: Summary,
+        given: Mapping[int, Sequence[float]],
+    ) -> Planned:
+        """Take a vector the line brought (checked), else reuse a stored one made from the
+        same text by the same model (its embed hash matches); count what the model embeds."""
         stored = backend.stored_embeddings([(it.workspace, it.id) for _, it in items])
-        reused: dict[int, Sequence[float]] = {}
+        ready: dict[int, Sequence[float]] = {}
         todo: list[int] = []
-        for k, (_, it) in enumerate(items):
+        for k, (n, it) in enumerate(items):
             got = stored.get((it.workspace, it.id))
-            if got is not None and got[0] == embed_hash(backend.model, it.embed_text()):
-                reused[k] = got[1]
+            if n in given:
+                ready[k] = given[n]
+                summary.supplied += 1
+            elif got is not None and got[0] == embed_hash(backend.model, it.embed_text()):
+                ready[k] = got[1]
+                summary.reused += 1
             else:
                 todo.append(k)
         summary.embedded += len(todo)
-        summary.reused += len(reused)
-        return cls(items, reused, todo, [items[k][1].embed_text() for k in todo])
+        return cls(items, ready, todo, [items[k][1].embed_text() for k in todo])
 
     def rows(self, vectors: FloatArray | None) -> list[tuple[int, Item, Sequence[float]]]:
         """(line, item, vector) in input order, given the model's vectors for `texts`."""
         made = dict(zip(self.todo, vectors if vectors is not None else [], strict=True))
-        return [(n, it, self.reused[k] if k in self.reused else made[k])
+        return [(n, it, self.ready[k] if k in self.ready else made[k])
                 for k, (n, it) in enumerate(self.items)]  # fmt: skip
 
 
@@ -298,10 +358,11 @@ def index_stream(
 ) -> Summary:
     """Index a JSON-lines stream; part (i, n) takes only the i-th of n stable shares of it."""
     texts: dict[int, str] = {}
-    entries = read_lines(stream, texts)
+    supplied: dict[int, Supplied] = {}
+    entries = read_lines(stream, texts, supplied)
     if part[1] > 1:
         entries = _only_part(entries, texts, *part)
-    return index_items(entries, backend, embedder, texts=texts, **kw)
+    return index_items(entries, backend, embedder, texts=texts, supplied=supplied, **kw)
 
 
 def _only_part(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Sequence
 
 from indexer.pipeline import Rejection, in_part, index_items, index_stream
@@ -15,6 +16,7 @@ class RecordingStore:
     """Records each upsert's ids; refuses the ids it is told to (as a mapping would)."""
 
     model = "fake"
+    dimension = 384
 
     def __init__(self, refuse: Sequence[str] = ()) -> None:
         self.calls: list[list[str]] = []
@@ -162,3 +164,29 @@ def test_parts_cover_every_line_exactly_once() -> None:
     assert [in_part(it, 1, p, 4) for p in range(1, 5)] == [
         in_part(it, 99, p, 4) for p in range(1, 5)
     ]
+
+
+def test_a_line_may_bring_its_own_vector_which_must_fit_the_model() -> None:
+    dim = FakeEmbedder().dimension
+    model = CountingEmbedder()
+    ok = {"id": "a", "workspace": "ws", "title": "A", "vector": [0.5] * dim,
+          "vector_model": model.name}  # fmt: skip
+    rows = [
+        ok,
+        {**ok, "id": "b", "vector": [0.5] * (dim - 1)},  # wrong dimension
+        {**ok, "id": "c", "vector_model": "another-model"},  # wrong model
+        {**ok, "id": "d", "vector": [0.5] * (dim - 1) + ["x"]},  # not numbers
+        {**ok, "id": "e", "vector": None, "vector_model": None},  # declared empty: refused
+        {"id": "f", "workspace": "ws", "title": "F"},  # no vector: the model embeds it
+    ]
+    store = StoredVectorsStore()
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    summary = index_stream(io.BytesIO(data), store, model)  # type: ignore[arg-type]
+    assert (summary.read, summary.indexed, summary.supplied, summary.embedded) == (6, 2, 1, 1)
+    reasons = {r.id: r.reason for r in summary.rejected}
+    assert set(reasons) == {"b", "c", "d", "e"}
+    assert "expected 384 dimensions, got 383" in reasons["b"]
+    assert "vector_model" in reasons["c"] and "another-model" in reasons["c"]
+    assert all(r.text for r in summary.rejected)  # the rejects file keeps each line
+    assert list(store.saved[("ws", "a")][1]) == [0.5] * dim  # taken as given
+    assert model.texts == ["F"]  # only the line without a vector reached the model
