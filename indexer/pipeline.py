@@ -221,7 +221,7 @@ def index_items(
     texts = {} if texts is None else texts
     supplied = {} if supplied is None else supplied
     summary = Summary()
-    pending: list[tuple[int, Item, Sequence[float]]] = []
+    pending: list[tuple[int, Item, Sequence[float] | None]] = []
     in_flight: deque[tuple[Planned, Future[FloatArray] | None]] = deque()
     limit = 2 * pool.workers if pool else 0
 
@@ -302,7 +302,7 @@ class Planned:
     for the model."""
 
     items: list[tuple[int, Item]]
-    ready: dict[int, Sequence[float]]  # position in items -> a vector brought or stored
+    ready: dict[int, Sequence[float] | None]  # position -> vector brought, None: keep stored
     todo: list[int]  # positions in items the model must embed
     texts: list[str]
 
@@ -316,23 +316,23 @@ class Planned:
     ) -> Planned:
         """Take a vector the line brought (checked), else reuse a stored one made from the
         same text by the same model (its embed hash matches); count what the model embeds."""
-        stored = backend.stored_embeddings([(it.workspace, it.id) for _, it in items])
-        ready: dict[int, Sequence[float]] = {}
+        stored = backend.stored_hashes([(it.workspace, it.id) for _, it in items])
+        ready: dict[int, Sequence[float] | None] = {}
         todo: list[int] = []
         for k, (n, it) in enumerate(items):
             got = stored.get((it.workspace, it.id))
             if n in given:
                 ready[k] = given[n]
                 summary.supplied += 1
-            elif got is not None and got[0] == embed_hash(backend.model, it.embed_text()):
-                ready[k] = got[1]
+            elif got == embed_hash(backend.model, it.embed_text()):
+                ready[k] = None  # the store keeps its vector: nothing to send
                 summary.reused += 1
             else:
                 todo.append(k)
         summary.embedded += len(todo)
         return cls(items, ready, todo, [items[k][1].embed_text() for k in todo])
 
-    def rows(self, vectors: FloatArray | None) -> list[tuple[int, Item, Sequence[float]]]:
+    def rows(self, vectors: FloatArray | None) -> list[tuple[int, Item, Sequence[float] | None]]:
         """(line, item, vector) in input order, given the model's vectors for `texts`."""
         made = dict(zip(self.todo, vectors if vectors is not None else [], strict=True))
         return [(n, it, self.ready[k] if k in self.ready else made[k])

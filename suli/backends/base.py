@@ -131,6 +131,11 @@ class TokenInfo:
     created_at: str
 
 
+# Why an upsert that keeps the stored vector (None) fails: the item is gone or its text
+# changed since the indexer read its hash (a concurrent delete or write). Nothing is written.
+KEEP_GONE = "changed or deleted while being re-indexed: run the same line again"
+
+
 class Backend(Protocol):
     """What the search core needs from a store."""
 
@@ -156,11 +161,10 @@ class Backend(Protocol):
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]: ...
 
-    def stored_embeddings(
-        self, keys: Sequence[tuple[str, str]]
-    ) -> Mapping[tuple[str, str], tuple[str, Sequence[float]]]:
-        """(embed hash, vector) of the stored items among (workspace, id) keys, for the
-        indexer's reuse of unchanged vectors; items stored without a hash are absent."""
+    def stored_hashes(self, keys: Sequence[tuple[str, str]]) -> Mapping[tuple[str, str], str]:
+        """The embed hash of the stored items among (workspace, id) keys (suli.embedding.
+        embed_hash); items stored without one are absent. An upsert of an item whose hash is
+        unchanged passes None as its vector: the stored vector is kept, not sent again."""
         ...
 
     def facets(
@@ -179,7 +183,9 @@ class Backend(Protocol):
         """Visible items whose references name item_id."""
         ...
 
-    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome: ...
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float] | None]]) -> BulkOutcome:
+        """Write items with their vectors; None keeps the stored vector (see stored_hashes)."""
+        ...
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         """Remove the items of `workspace` with these ids; another workspace's are never touched."""

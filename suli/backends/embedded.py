@@ -18,6 +18,7 @@ import numpy as np
 from suli.backends import embedded_sql as q
 from suli.backends.base import (
     FACET_CAP,
+    KEEP_GONE,
     BulkOutcome,
     Facets,
     Hit,
@@ -29,7 +30,7 @@ from suli.backends.base import (
     TokenInfo,
 )
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
-from suli.embedding import FloatArray, embed_hash
+from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -407,10 +408,13 @@ class EmbeddedBackend:
 
     # ---- writes ------------------------------------------------------------------------
 
-    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:
-        rows: list[tuple[Item, bytes]] = []
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float] | None]]) -> BulkOutcome:
+        rows: list[tuple[Item, bytes | None]] = []
         rejected: dict[str, str] = {}
         for item, vec in items:
+            if vec is None:  # keep the stored vector (its embed hash matched)
+                rows.append((item, None))
+                continue
             if len(vec) != self.dimension:
                 raise InvalidInput(
                     f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector"
@@ -425,18 +429,23 @@ class EmbeddedBackend:
         with self._tx(write=True) as c:
             # Every write moves the generation on: each process's caches of the file expire.
             gen = q.next_generation(c)
+            written: list[str] = []
             for item, blob in rows:
-                q.write_item(c, item, blob, gen, embed_hash(self.model, item.embed_text()))
-        return BulkOutcome(indexed=tuple(item.id for item, _ in rows), rejected=rejected)
+                ehash = embed_hash(self.model, item.embed_text())
+                if blob is None and q.stored_hashes(c, [(item.workspace, item.id)]) != {
+                    (item.workspace, item.id): ehash
+                }:
+                    rejected[item.id] = KEEP_GONE
+                    continue
+                q.write_item(c, item, blob, gen, ehash)
+                written.append(item.id)
+        return BulkOutcome(indexed=tuple(written), rejected=rejected)
 
-    def stored_embeddings(
-        self, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], tuple[str, FloatArray]]:
+    def stored_hashes(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         if not keys:
             return {}
         with self._tx() as c:
-            got = q.stored_embeddings(c, list(dict.fromkeys(keys)))
-        return {k: (h, np.frombuffer(v, dtype=np.float32)) for k, (h, v) in got.items()}
+            return q.stored_hashes(c, list(dict.fromkeys(keys)))
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         unique = list(dict.fromkeys(ids))

@@ -516,9 +516,11 @@ def next_generation(c: sqlite3.Connection) -> int:
     return int(row[0])
 
 
-def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int, ehash: str) -> None:
+def write_item(
+    c: sqlite3.Connection, item: Item, vector: bytes | None, gen: int, ehash: str
+) -> None:
     """Insert or replace one item, its list rows, its vector and the vector's embed hash (the
-    row keeps its rowid)."""
+    row keeps its rowid); vector None keeps the stored one (the caller checked it exists)."""
     rowid = c.execute(_UPSERT, item_row(item)).fetchone()[0]
     for table in _SIDE_TABLES:
         c.execute(f"DELETE FROM {table} WHERE item = ?", (rowid,))
@@ -527,25 +529,25 @@ def write_item(c: sqlite3.Connection, item: Item, vector: bytes, gen: int, ehash
         "INSERT INTO item_stations VALUES (?, ?, ?)", [(rowid, s.id, s.name) for s in item.stations]
     )
     c.executemany("INSERT INTO item_refs VALUES (?, ?)", [(rowid, r) for r in item.references])
-    c.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (rowid, gen, vector))
+    if vector is not None:
+        c.execute("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", (rowid, gen, vector))
     c.execute("INSERT INTO item_embed VALUES (?, ?)", (rowid, ehash))
 
 
-def stored_embeddings(
+def stored_hashes(
     c: sqlite3.Connection, keys: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], tuple[str, bytes]]:
-    """(embed hash, vector blob) of the stored items among keys ((workspace, id) pairs)."""
-    out: dict[tuple[str, str], tuple[str, bytes]] = {}
+) -> dict[tuple[str, str], str]:
+    """The embed hash of the stored items among keys ((workspace, id) pairs)."""
+    out: dict[tuple[str, str], str] = {}
     for start in range(0, len(keys), 400):  # under SQLite's bound-parameter limit
         chunk = keys[start : start + 400]
         where = " OR ".join("(i.workspace = ? AND i.id = ?)" for _ in chunk)
         rows = c.execute(
-            "SELECT i.workspace, i.id, e.hash, v.vector FROM items i "
-            "JOIN item_embed e ON e.item = i.rowid JOIN vectors v ON v.rowid = i.rowid "
+            "SELECT i.workspace, i.id, e.hash FROM items i JOIN item_embed e ON e.item = i.rowid "
             f"WHERE {where}",
             [x for k in chunk for x in k],
         ).fetchall()
-        out.update({(w, i): (h, v) for w, i, h, v in rows})
+        out.update({(w, i): h for w, i, h in rows})
     return out
 
 

@@ -27,6 +27,7 @@ from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import (
     FACET_CAP,
+    KEEP_GONE,
     BulkOutcome,
     Facets,
     Hit,
@@ -154,6 +155,9 @@ class OpenSearchBackend:
         # Writes: the transport never retries; the bulk layer below owns all retries.
         self.write_client = make_client(settings, max_retries=0)
         self._keyed = False  # the live index keys items per workspace (checked on first write)
+        # (embed hash, seq_no, primary_term) by _id, as stored_hashes read them; an upsert that
+        # keeps a stored vector writes only that version of the document.
+        self._seen: dict[str, tuple[str, int, int]] = {}
         # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
         self.text_form = bodies.TEXT_FORM
 
@@ -521,12 +525,36 @@ class OpenSearchBackend:
         )
 
     def upsert(
-        self, items: Sequence[tuple[Item, Sequence[float]]], index: str | None = None
+        self, items: Sequence[tuple[Item, Sequence[float] | None]], index: str | None = None
     ) -> BulkOutcome:
         if index is None:
             self._keys_ok()
         actions = []
+        keep: set[str] = set()  # ids whose stored vector is kept: a partial update
+        unseen: list[str] = []
         for item, vec in items:
+            ehash = embed_hash(self.model, item.embed_text())
+            if vec is None:
+                key = keys.key(item.workspace, item.id)
+                doc = bodies.item_to_doc(item, (), ehash)
+                del doc["vector"]
+                keep.add(item.id)
+                seen = self._seen.pop(key, None)
+                if seen is None or seen[0] != ehash:  # not read by stored_hashes: cannot keep
+                    unseen.append(item.id)
+                    continue
+                # Applied only if nobody wrote the document since its hash was read (a 409
+                # then); an unchanged document is a no-op (detect_noop).
+                actions.append(
+                    {
+                        "_op_type": "update",
+                        "_id": key,
+                        "if_seq_no": seen[1],
+                        "if_primary_term": seen[2],
+                        "_source": {"doc": doc},
+                    }
+                )
+                continue
             if len(vec) != self.dimension:
                 raise InvalidInput(
                     f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector"
@@ -535,25 +563,34 @@ class OpenSearchBackend:
                 {
                     "_op_type": "index",
                     "_id": keys.key(item.workspace, item.id),
-                    "_source": bodies.item_to_doc(
-                        item, vec, embed_hash(self.model, item.embed_text())
-                    ),
+                    "_source": bodies.item_to_doc(item, vec, ehash),
                 }
             )
-        return self._bulk(actions, index)
+        out = self._bulk(actions, index)
+        # Deleted (404) or written (409) since its hash was read: nothing was written.
+        gone = [i for i in [*out.missing, *out.rejected, *unseen] if i in keep]
+        if not gone:
+            return out
+        return BulkOutcome(
+            indexed=out.indexed,
+            rejected={**out.rejected, **dict.fromkeys(gone, KEEP_GONE)},
+            retries=out.retries,
+            missing=tuple(i for i in out.missing if i not in keep),
+        )
 
-    def stored_embeddings(
-        self, keyed: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], tuple[str, list[float]]]:
+    def stored_hashes(self, keyed: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         if not keyed:
             return {}
         ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
-        r = self._search(bodies.stored_embeddings_body(ids), "stored vectors")
-        return {
-            (s["workspace"], s["id"]): (s["embedded_text_sha"], s["vector"])
-            for s in (h["_source"] for h in r["hits"]["hits"])
-            if s.get("embedded_text_sha") and s.get("vector")
-        }
+        r = self._search(bodies.stored_hashes_body(ids), "stored hashes")
+        out: dict[tuple[str, str], str] = {}
+        for h in r["hits"]["hits"]:
+            s = h["_source"]
+            if s.get("embedded_text_sha"):
+                out[(s["workspace"], s["id"])] = s["embedded_text_sha"]
+                # kept for the upsert that follows: it writes only this version
+                self._seen[h["_id"]] = (s["embedded_text_sha"], h["_seq_no"], h["_primary_term"])
+        return out
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         self._keys_ok()

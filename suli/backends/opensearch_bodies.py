@@ -354,13 +354,14 @@ def item_to_doc(item: Item, vector: Sequence[float], ehash: str | None = None) -
     return doc
 
 
-def stored_embeddings_body(ids: Sequence[str]) -> dict[str, Any]:
-    """The stored embed hash and vector of the documents with these `_id`s (an admin read of
-    the indexer's own items: no visibility applies)."""
+def stored_hashes_body(ids: Sequence[str]) -> dict[str, Any]:
+    """The stored embed hash of the documents with these `_id`s (an admin read of the
+    indexer's own items: no visibility applies)."""
     return {
         "size": len(ids),
         "query": {"ids": {"values": list(ids)}},
-        "_source": ["id", "workspace", "embedded_text_sha", "vector"],
+        "_source": ["id", "workspace", "embedded_text_sha"],
+        "seq_no_primary_term": True,
     }
 
 

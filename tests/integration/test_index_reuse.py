@@ -12,15 +12,16 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from indexer.pipeline import index_stream
-from suli.backends.base import Backend
+from suli.backends.base import KEEP_GONE, Backend
 from suli.backends.embedded import EmbeddedBackend
 from suli.backends.opensearch import OpenSearchBackend
 from suli.core import open_backend
 from suli.embedding import FakeEmbedder
-from suli.models import Filters
+from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility
 
@@ -85,11 +86,39 @@ def test_reupserting_unchanged_items_makes_no_model_call(store: Backend) -> None
     store.refresh()
     assert store.count() == 120
     # the reused vectors are what the model gives for the stored text
-    got = store.stored_embeddings([("ws", "itm_7"), ("ws", "itm_8")])
+    got = store.vectors(READER, ["itm_7", "itm_8"])
     want = FakeEmbedder().embed_documents(["note 7 revised nonce-7", "note 8 nonce-8"])
-    assert [round(float(x), 5) for x in got[("ws", "itm_8")][1][:8]] == [
-        round(float(x), 5) for x in want[1][:8]
+    for n, item_id in enumerate(["itm_7", "itm_8"]):
+        assert np.allclose(np.asarray(got[item_id]), want[n], atol=1e-6)
+
+
+def test_a_kept_vector_is_never_paired_with_text_written_meanwhile(store: Backend) -> None:
+    """The indexer reads a hash, someone else rewrites the item, then the indexer's keep-
+    the-stored-vector write arrives: refused with a reason, the other write stands."""
+    emb = FakeEmbedder()
+    mine = Item("itm_1", "ws", "the original title")
+    store.upsert([(mine, emb.embed_documents([mine.embed_text()])[0])])
+    store.refresh()
+    assert store.stored_hashes([("ws", "itm_1")])  # the indexer reads the hash ...
+    theirs = Item("itm_1", "ws", "a rewritten title")
+    store.upsert([(theirs, emb.embed_documents([theirs.embed_text()])[0])])  # ... meanwhile
+    store.refresh()
+    out = store.upsert([(mine, None)])  # keep the stored vector: no longer this text's
+    assert out.rejected == {"itm_1": KEEP_GONE} and not out.indexed
+    store.refresh()
+    [(doc, vec)] = [
+        (store.get_many(READER, ["itm_1"])["itm_1"], store.vectors(READER, ["itm_1"])["itm_1"])
     ]
+    assert doc.title == "a rewritten title"
+    assert np.allclose(np.asarray(vec), emb.embed_documents([theirs.embed_text()])[0], atol=1e-6)
+    # deleted meanwhile: refused the same way, nothing is written back
+    store.stored_hashes([("ws", "itm_1")])
+    store.delete("ws", ["itm_1"])
+    store.refresh()
+    out = store.upsert([(theirs, None)])
+    assert out.rejected == {"itm_1": KEEP_GONE}
+    store.refresh()
+    assert store.count() == 0
 
 
 def _cli_env(tmp_path: Path, extra: dict[str, str]) -> dict[str, str]:

@@ -20,6 +20,7 @@ import pytest
 from indexer.workers import EmbedPool
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import FakeEmbedder
+from suli.visibility import Visibility
 
 pytestmark = pytest.mark.integration
 
@@ -61,9 +62,14 @@ def test_workers_index_what_one_process_indexes(tmp_path: Path) -> None:
         assert (body["indexed"], body["embedded"], body["stopped"]) == (300, 300, None)
     one, two = (EmbeddedBackend(tmp_path / f"w{w}.db", 384) for w in ("0", "2"))
     keys = [("ws", f"itm_{k}") for k in range(300)]
-    a, b = one.stored_embeddings(keys), two.stored_embeddings(keys)
-    assert a.keys() == b.keys() == set(keys)
-    assert all(a[k][0] == b[k][0] and np.array_equal(a[k][1], b[k][1]) for k in keys)
+    assert (
+        one.stored_hashes(keys) == two.stored_hashes(keys) and len(one.stored_hashes(keys)) == 300
+    )
+    reader = Visibility(workspace="ws", principal_id="prn_reader", boards=frozenset())
+    ids = [k for _, k in keys]
+    a, b = one.vectors(reader, ids), two.vectors(reader, ids)
+    assert a.keys() == b.keys() == set(ids)
+    assert all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in ids)
 
 
 def _children(pid: int) -> list[int]:

@@ -22,9 +22,7 @@ class RecordingStore:
         self.calls: list[list[str]] = []
         self.refuse = set(refuse)
 
-    def stored_embeddings(
-        self, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], tuple[str, list[float]]]:
+    def stored_hashes(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         return {}
 
     def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:
@@ -110,15 +108,16 @@ class StoredVectorsStore(RecordingStore):
         super().__init__()
         self.saved: dict[tuple[str, str], tuple[str, Sequence[float]]] = {}
 
-    def upsert(self, items: Sequence[tuple[Item, Sequence[float]]]) -> BulkOutcome:
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float] | None]]) -> BulkOutcome:
         for it, vec in items:
-            self.saved[(it.workspace, it.id)] = (embed_hash(self.model, it.embed_text()), vec)
+            key = (it.workspace, it.id)
+            if vec is None:  # keep the stored vector, as the real stores do
+                vec = self.saved[key][1]
+            self.saved[key] = (embed_hash(self.model, it.embed_text()), vec)
         return super().upsert(items)
 
-    def stored_embeddings(
-        self, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], tuple[str, Sequence[float]]]:
-        return {k: self.saved[k] for k in keys if k in self.saved}
+    def stored_hashes(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        return {k: self.saved[k][0] for k in keys if k in self.saved}
 
 
 def test_an_unchanged_item_reuses_its_stored_vector_without_a_model_call() -> None:
