@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import IO
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from cli.context import searcher, settings, store_name
 from cli.output import emit_json, handle_errors, json_option
@@ -78,8 +87,10 @@ def index_cmd(
         TextColumn("{task.fields[counts]}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TaskProgressColumn(show_speed=True),  # lines/s, while the total is unknown too
         TimeElapsedColumn(),
-        console=__import__("rich.console").console.Console(stderr=True),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
         transient=True,
     )
     kind = settings(ctx).embedder
