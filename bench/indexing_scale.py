@@ -197,7 +197,7 @@ def reupsert(args: argparse.Namespace) -> None:
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
     p = sub.add_parser("profile")
@@ -209,7 +209,7 @@ def main() -> None:
     r.add_argument("--url", default="http://127.0.0.1:9200")
     r.add_argument("--items", type=int, default=10_000)
     r.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     {"profile": profile, "workers": workers, "reupsert": reupsert}[args.what](args)
 
 

@@ -20,7 +20,7 @@ from suli.settings import Settings
 
 # bench/ is not an installed package (it ships nothing): import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench import filtered_knn, indexing, native_hybrid, overhead, scale
+from bench import filtered_knn, indexing, indexing_scale, native_hybrid, overhead, scale
 from bench.nfcorpus import load_items
 from devcluster.http import free_port_pair
 
@@ -122,3 +122,16 @@ def test_native_hybrid_starts_its_node_and_asserts_the_same_top10(tmp_path: Path
     assert report["docs"] == 60
     assert report["mean_top10_overlap"] > 0.9  # equal but for ties at the 10th place
     assert set(report["sides"]) == {"native_hybrid_rrf", "suli_fusion"}
+
+
+def test_indexing_scale_profiles_the_model_and_times_workers_and_reuse(
+    opensearch_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    indexing_scale.main(["profile", "--passages", "8"])
+    indexing_scale.main(["workers", "--passages", "8", "--workers", "1"])
+    indexing_scale.main(["reupsert", "--url", opensearch_url, "--items", "60", "--rounds", "1"])
+    out = capsys.readouterr().out
+    assert "session (floor)" in out and "embed_documents / floor" in out
+    assert "index_items --workers 1" in out
+    assert "60 unchanged items" in out and "re-upsert / helpers.bulk throughput" in out
+    assert not OpenSearch(opensearch_url).indices.get(index="bench-reuse-*")  # cleaned up
