@@ -223,7 +223,10 @@ def test_rollback_carries_over_writes_made_since_the_swap(world: World) -> None:
     hits = searcher.search(principal, search_request("zqafterswap", limit=5)).results
     assert [r.id for r in hits] == ["after_swap"]
     after = searcher.search(principal, search_request("incident", limit=10))
-    assert [r.id for r in after.results] == [r.id for r in before.results]
+    # The same items come back; their order may move among near-equal scores, because the
+    # carried-over write changes the old index's term statistics (BM25 idf and lengths).
+    assert {r.id for r in after.results} == {r.id for r in before.results}
+    assert after.total == before.total
     # A second rollback goes forward again, to the index the first one left.
     code, out, err = _suli(world, "reindex", "--rollback", "--json")
     assert code == 0, err
