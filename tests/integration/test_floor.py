@@ -18,7 +18,7 @@ from suli.validate import search_request
 
 # bench/ is not an installed package: import it from the repository root (as test_bench_smoke).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.floor import nonsense_queries  # noqa: E402
+from bench.floor import nonsense_queries
 
 pytestmark = pytest.mark.model
 
@@ -48,7 +48,11 @@ def test_the_nonsense_set_finds_nothing(searcher: Searcher, who: str) -> None:
 
 def test_real_questions_still_find_meaning_only_matches(searcher: Searcher) -> None:
     principal = searcher.principal("prn_ana")
-    for query in ("credentials expired", "what broke in production last night", "release went wrong"):
+    for query in (
+        "credentials expired",
+        "what broke in production last night",
+        "release went wrong",
+    ):
         resp = searcher.search(principal, search_request(query, explain=True, limit=25))
         assert resp.results, query
         kept = {r.explain.kept for r in resp.results if r.explain}
