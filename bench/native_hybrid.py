@@ -32,6 +32,7 @@ from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_vectors, summarise
 from devcluster.provision import provision
 from devcluster.spec import LOG4J2_PROPERTIES
+from suli.backends import keys
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, text_leg, vector_leg
@@ -191,7 +192,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         opensearch_url=args.url,
         index_alias=args.alias,
         acl_index=f"{args.alias}-acl",
-        meaning_margin=2.0,
+        meaning_margin=2.0,  # native hybrid has no meaning-only gates: lift both
+        meaning_floor=-1.0,
         text_weight=1.0,
         vector_weight=1.0,
         rrf_k=60,
@@ -209,7 +211,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             body=hybrid_body(vis, q, vectors[q], depth),
             params={"search_pipeline": PIPELINE},
         )
-        return [(h["_id"], float(h["_score"])) for h in r["hits"]["hits"]]
+        # _id is the storage key (workspace/id); Suli answers with the item id
+        return [(keys.split(h["_id"])[1], float(h["_score"])) for h in r["hits"]["hits"]]
 
     def suli_scored(q: str) -> list[tuple[str, float]]:
         resp = searcher.search(PRINCIPAL, SearchRequest(query=q, limit=10))

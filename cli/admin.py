@@ -22,7 +22,7 @@ from rich.progress import (
 
 from cli.context import searcher, settings, store_name
 from cli.output import emit_json, handle_errors, json_option
-from indexer.pipeline import Summary, index_stream, write_rejects
+from indexer.pipeline import Summary, index_stream, raw_lines, write_rejects
 from indexer.workers import EmbedPool, default_workers
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput
@@ -32,8 +32,9 @@ from suli.validate import lookup_id, parse_acl, parse_principal
 def _count_lines(path: str) -> int | None:
     if path == "-":
         return None
-    with open(path, "rb") as f:  # bytes: a line that is not UTF-8 is counted, then rejected
-        return sum(1 for line in f if line.strip())
+    # Bytes in bounded reads: a line that is not UTF-8 or is huge is counted, then rejected.
+    with open(path, "rb") as f:
+        return sum(1 for _, raw, too_long in raw_lines(f) if too_long or raw.strip())
 
 
 def _part(text: str) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 import devcluster
+from devcluster import jdk as jdks
 
 
 class _EchoHandler(logging.Handler):
@@ -35,6 +36,12 @@ def _heap(_ctx: click.Context, _param: click.Parameter, value: str | None) -> st
     return value
 
 
+def _java(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and jdks.read_jdk(jdks.override_home(value)) is None:
+        raise click.BadParameter(f"{value} is not a JDK home or its bin/java")
+    return value
+
+
 class _Failure(click.ClickException):
     """A cluster error: message on stderr, exit code 1."""
 
@@ -52,7 +59,8 @@ class _Failure(click.ClickException):
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     """Run a local OpenSearch (one JVM per node, jars from Maven Central, cached).
 
-    Needs Java 17 and Maven. Artifacts are cached in ~/.cache/suli/opensearch-2.19.1
+    Needs Java 17 or newer and Maven; nodes run on the newest JDK installed (>= 21 gives
+    Lucene's SIMD vector code) unless --java, SULI_JAVA_HOME or JAVA_HOME names one. Artifacts are cached in ~/.cache/suli/opensearch-2.19.1
     (env SULI_CLUSTER_CACHE). The node has no security plugin: for local use only.
     """
     _progress_to_stderr()
@@ -82,6 +90,12 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     show_default=True,
     help="Seconds to wait for the cluster to become ready.",
 )
+@click.option(
+    "--java",
+    callback=_java,
+    help="JDK home (or its bin/java) for the nodes [default: $SULI_JAVA_HOME, $JAVA_HOME, "
+    "else the newest JDK installed].",
+)
 @click.pass_obj
 def up(
     state_dir: Path | None,
@@ -90,6 +104,7 @@ def up(
     transport_port: int | None,
     heap: str | None,
     timeout: float,
+    java: str | None,
 ) -> None:
     """Provision (first time only), start the nodes and wait until they are ready.
 
@@ -104,6 +119,7 @@ def up(
             heap=heap,
             timeout=timeout,
             state=state_dir,
+            java=java,
         )
     except devcluster.ClusterError as err:
         raise _Failure(str(err)) from err
@@ -127,6 +143,10 @@ def _human_status(report: dict[str, Any]) -> str:
     for node in report["nodes"]:
         state = f"running pid {node['pid']}" if node["running"] else "stopped"
         lines.append(f"  {node['name']}  {node['url']}  {state}  log {node['log']}")
+    java = report.get("java")
+    if java:
+        simd = "SIMD vector code on" if java["simd"] else "no SIMD (Java < 21)"
+        lines.append(f"java:      {java['version']} at {java['home']} ({simd})")
     if report["plugins"]:
         lines.append("plugins:   " + ", ".join(p.rsplit(".", 1)[-1] for p in report["plugins"]))
     if report["url"]:

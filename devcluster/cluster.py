@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import time
@@ -12,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from devcluster import process
-from devcluster.errors import ClusterError, PortInUseError, StartupError
+from devcluster.errors import ClusterError, PortInUseError, ProvisionError, StartupError
 from devcluster.http import describe_listener, get_json, port_free
+from devcluster.jdk import Jdk, choose, read_jdk
 from devcluster.paths import state_dir
-from devcluster.provision import Layout, java_tool, provision
+from devcluster.provision import Layout, provision
 from devcluster.spec import (
     LOG4J2_PROPERTIES,
     ClusterSpec,
@@ -27,6 +29,7 @@ from devcluster.spec import (
 log = logging.getLogger("devcluster")
 
 SPEC_FILE = "cluster.json"
+JDK_FILE = "jdk"  # home of the JDK `up` chose: a node started again later runs on the same one
 DEFAULT_TIMEOUT = 180.0
 
 
@@ -75,6 +78,14 @@ class Cluster:
         pid_file.unlink(missing_ok=True)
         return None
 
+    def jdk(self) -> Jdk:
+        """The JDK `up` chose for this cluster; chosen afresh when that one is gone."""
+        try:
+            saved = read_jdk(Path((self.root / JDK_FILE).read_text().strip()))
+        except OSError:
+            saved = None
+        return saved or choose()
+
     def running(self) -> list[int]:
         """Indices of the nodes whose JVM is running."""
         return [i for i in range(self.spec.nodes) if self.pid(i) is not None]
@@ -97,7 +108,7 @@ class Cluster:
             (home / sub).mkdir(parents=True, exist_ok=True)
         (home / "config" / "opensearch.yml").write_text(opensearch_yml(self.spec, i, extra))
         (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        cmd = java_command(self.spec, home, layout.classpath, java_tool("java"))
+        cmd = java_command(self.spec, home, layout.classpath, self.jdk())
         pid = process.spawn(cmd, home, self.log_path(i))
         (home / "pid").write_text(f"{pid}\n")
         log.info("started %s (pid %s) on %s", self.spec.names[i], pid, self.urls[i])
@@ -194,6 +205,7 @@ def load(state: str | Path | None = None) -> Cluster | None:
 def _wipe(root: Path) -> None:
     shutil.rmtree(root / "nodes", ignore_errors=True)
     (root / SPEC_FILE).unlink(missing_ok=True)
+    (root / JDK_FILE).unlink(missing_ok=True)
 
 
 def up(
@@ -204,8 +216,13 @@ def up(
     timeout: float = DEFAULT_TIMEOUT,
     state: str | Path | None = None,
     cache: str | Path | None = None,
+    java: str | None = None,
 ) -> Cluster:
     """Provision if needed, start the nodes and wait until the cluster is ready.
+
+    The nodes run on `java` (a JDK home or its bin/java), else $SULI_JAVA_HOME, else
+    $JAVA_HOME, else the newest JDK installed (see devcluster.jdk): >= 21 turns on Lucene's
+    SIMD vector code, 17 runs without it and says so.
 
     Transport ports default to http_port + 100. Starting the same cluster again is a no-op;
     a different shape in the same state dir must be brought down first. Data is kept between
@@ -218,6 +235,9 @@ def up(
         heap=heap or default_heap(nodes),
     )
     root = state_dir(state)
+    jdk = choose(java)
+    # First, before any port check or download: an operator on Java 17 must see it.
+    (log.info if jdk.simd else log.warning)("%s", jdk.describe())
     existing = load(root)
     if existing and existing.running():
         if existing.spec != spec:
@@ -226,6 +246,11 @@ def up(
                 f"port {existing.spec.http_port}); run `suli cluster down` first"
             )
         log.info("already running: %s", ", ".join(existing.urls))
+        if existing.jdk().home != jdk.home:
+            log.warning(
+                "nodes keep running on %s; `suli cluster down` first to move them to %s",
+                existing.jdk().home, jdk.home,
+            )  # fmt: skip
         for i in range(spec.nodes):  # bring back a node that was killed or crashed
             existing.start(i)
         existing.wait_ready(timeout=timeout)
@@ -238,6 +263,7 @@ def up(
     layout = provision(cache)
     root.mkdir(parents=True, exist_ok=True)
     (root / SPEC_FILE).write_text(spec.to_json())
+    (root / JDK_FILE).write_text(f"{jdk.home}\n")
     cluster = Cluster(root, spec)
     started = time.monotonic()
     try:
@@ -249,9 +275,9 @@ def up(
         cluster.down()
         raise
     log.info(
-        "cluster %s is %s with %s node(s) after %.1f s",
+        "cluster %s is %s with %s node(s) after %.1f s on Java %s",
         health.get("cluster_name"), health.get("status"), health.get("number_of_nodes"),
-        time.monotonic() - started,
+        time.monotonic() - started, jdk.version,
     )  # fmt: skip
     return cluster
 
@@ -297,9 +323,13 @@ def status(state: str | Path | None = None) -> dict[str, Any]:
         "health": None,
         "version": None,
         "plugins": [],
+        "java": None,
     }
     if cluster is None:
         return report
+    with contextlib.suppress(ProvisionError):  # no JDK at all: status still reports the rest
+        jdk = cluster.jdk()
+        report["java"] = {"home": str(jdk.home), "version": jdk.version, "simd": jdk.simd}
     for i, name in enumerate(cluster.spec.names):
         pid = cluster.pid(i)
         report["nodes"].append(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from devcluster import jdk
 from devcluster.errors import ProvisionError
 from devcluster.paths import KNN_VERSION, OPENSEARCH_VERSION, cache_dir
 
@@ -24,6 +25,7 @@ log = logging.getLogger("devcluster")
 
 MARKER = "provisioned.json"
 _SOURCES = ("pom.xml", "OsNode.java")
+LAUNCHER_RELEASE = "17"  # the oldest Java OpenSearch 2.19 runs on
 # "guava-32.1.3-jre.jar" -> "guava": one copy of each artifact on the flat classpath.
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 
@@ -62,7 +64,7 @@ def java_tool(name: str) -> str:
         return str(Path(java_home) / "bin" / name)
     found = shutil.which(name)
     if not found:
-        raise ProvisionError(f"`{name}` not found: install a JDK 17 (or set JAVA_HOME)")
+        raise ProvisionError(f"`{name}` not found: install a JDK 21 or newer (or set JAVA_HOME)")
     return found
 
 
@@ -124,7 +126,7 @@ def _build(staging: Path) -> dict[str, object]:
     mvn = shutil.which("mvn")
     if not mvn:
         raise ProvisionError("`mvn` not found: install Maven 3 (it fetches OpenSearch jars)")
-    javac = java_tool("javac")
+    javac = jdk.choose().javac or java_tool("javac")
     # Maven writes unpack markers under <pom dir>/target: keep them in the staging area,
     # never next to the installed package, or a later unpack would be skipped.
     build = staging / "build"
@@ -151,9 +153,11 @@ def _build(staging: Path) -> dict[str, object]:
         log.info("dropped duplicate k-NN jar %s", name)
     log.info("compiling the launcher ...")
     _run(
-        [javac, "-nowarn", "-d", str(launcher), "-cp", f"{lib}/*", str(build / "OsNode.java")],
+        # --release 17: the class then runs on every JDK a node may be started with (17..25).
+        [javac, "-nowarn", "--release", LAUNCHER_RELEASE, "-d", str(launcher), "-cp", f"{lib}/*",
+         str(build / "OsNode.java")],
         "javac OsNode.java",
-    )
+    )  # fmt: skip
     return {
         "opensearch": OPENSEARCH_VERSION,
         "knn": KNN_VERSION,

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from devcluster.jdk import Jdk
+
 _HEAP = re.compile(r"^[1-9][0-9]*[mMgG]$")
 
 # Console only: the helper redirects stdout to <node>/logs/stdout.log. The header-warning
@@ -35,7 +37,6 @@ _SYSTEM_PROPS = [
     "-Dfile.encoding=UTF-8",
     "-Djava.awt.headless=true",
     "-Djna.nosys=true",
-    "-Djava.locale.providers=SPI,COMPAT",
     "-Dio.netty.noUnsafe=true",
     "-Dio.netty.noKeySetOptimization=true",
     "-Dio.netty.recycler.maxCapacityPerThread=0",
@@ -133,12 +134,21 @@ def opensearch_yml(spec: ClusterSpec, i: int, extra: Mapping[str, object] | None
     return "\n".join(lines) + "\n"
 
 
-def java_command(spec: ClusterSpec, home: Path, classpath: str, java: str) -> list[str]:
-    """The full `java ... OsNode <home>` command line for one node."""
-    cmd = [java, f"-Xms{spec.heap}", f"-Xmx{spec.heap}"]
+def _jdk_flags(jdk: Jdk) -> list[str]:
+    """Flags that depend on the Java version, as the distribution's launcher picks them."""
+    # JDK 23 removed the COMPAT locale data; OpenSearch 2.x switches to CLDR there too.
+    flags = [f"-Djava.locale.providers=SPI,{'CLDR' if jdk.feature >= 23 else 'COMPAT'}"]
+    if jdk.feature >= 22:  # Lucene's madvise calls: allowed, without a warning per start
+        flags.append("--enable-native-access=ALL-UNNAMED")
+    return flags + jdk.jvm_flags()
+
+
+def java_command(spec: ClusterSpec, home: Path, classpath: str, jdk: Jdk) -> list[str]:
+    """The full `java ... OsNode <home>` command line for one node on `jdk`."""
+    cmd = [jdk.java, f"-Xms{spec.heap}", f"-Xmx{spec.heap}"]
     if spec.nodes > 1:
         # Three JVMs on a 2-core machine: fewer GC threads means less CPU fighting.
         cmd += ["-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1"]
-    cmd += _SYSTEM_PROPS
+    cmd += _SYSTEM_PROPS + _jdk_flags(jdk)
     cmd += [f"-Djava.io.tmpdir={home / 'tmp'}", "-cp", classpath, "OsNode", str(home)]
     return cmd

@@ -96,7 +96,7 @@ class Summary:
         }
 
 
-def _raw_lines(stream: IO[bytes] | IO[str]) -> Iterator[tuple[int, bytes | str, bool]]:
+def raw_lines(stream: IO[bytes] | IO[str]) -> Iterator[tuple[int, bytes | str, bool]]:
     """(line number, line, too long) for every line; a line over MAX_LINE_BYTES is cut there
     and the rest of it skipped in bounded reads, so memory stays bounded."""
     n = 0
@@ -141,7 +141,7 @@ def read_lines(
     texts: where the lines of valid items are kept until written (see index_items).
     supplied: where a line's own `vector` and `vector_model` go (checked by index_items).
     """
-    for n, raw, too_long in _raw_lines(stream):
+    for n, raw, too_long in raw_lines(stream):
         if too_long:
             text = raw[:REJECT_TEXT_CHARS]
             if isinstance(text, bytes):

@@ -3,6 +3,7 @@
     plan      source = the alias's index; re-embed when the model or its dimension changed
     create    target `<alias>-v<mapping>-<stamp>`, refresh off while copying
     copy      a point-in-time snapshot sorted by id (resumable), or server-side `_reindex`
+    merge     with --merge: force-merge the target to MERGE_SEGMENTS per shard (a task)
     catch up  documents written since the snapshot, found per shard by `_seq_no`
     switch    write-block the source (in-flight writes finish first), last catch-up, remove
               ids deleted meanwhile, verify, one `_aliases` call (remove + add); writers the
@@ -31,6 +32,9 @@ from suli.errors import BackendUnavailable, IndexingError, InvalidInput, NotFoun
 
 UNFINISHED = ("copying", "copied", "failed")
 SAVE_EVERY_S = 5.0  # how often the copy cursor is saved; a resume re-copies at most this much
+# A bulk-loaded index has dozens of segments and Lucene searches each one's HNSW graph on its
+# own; one per shard made the vector leg 77 -> 35 ms at 100k (bench/RESULTS.md section 4).
+MERGE_SEGMENTS = 1
 
 
 def _now() -> str:
@@ -61,6 +65,7 @@ class Plan:
     re_embed: bool
     method: str  # "scan" (point in time + search_after) or "server" (_reindex)
     reasons: tuple[str, ...]
+    merge: bool = False  # force-merge the target to MERGE_SEGMENTS per shard before the swap
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,6 +124,7 @@ class Reindexer(Switcher):
         re_embed: bool = False,
         method: str = "auto",
         resume: bool = False,
+        merge: bool = False,
     ) -> Plan:
         """Decide target shape, copy method and whether vectors are made again."""
         source = self._live()
@@ -180,6 +186,7 @@ class Reindexer(Switcher):
             re_embed=re_embed,
             method=chosen,
             reasons=tuple(reasons) or ("same model and dimension",),
+            merge=merge,
         )
 
     # ---- the run -----------------------------------------------------------------------
@@ -223,6 +230,8 @@ class Reindexer(Switcher):
         refresh_interval = mappings.items_index(1)["settings"]["index"]["refresh_interval"]
         self._settings(target, {"index.refresh_interval": refresh_interval})
         self._wait_ready(target, report)
+        if plan.merge:  # before the switch: writes are never held while segments merge
+            self._merge(target, report)
 
         def record(marks: cp.Checkpoints) -> None:  # before the swap: a crash after it is known
             self._save(target, state, live_since=_live_since(plan.source, marks))
@@ -318,6 +327,53 @@ class Reindexer(Switcher):
                     raise IndexingError(f"_reindex into {target} failed: {why}")
                 return
             time.sleep(1.0)
+
+    def _merge(self, target: str, report: Report) -> None:
+        """Force-merge the target as a task; progress counts the shard copies already merged.
+
+        A failure leaves the target in phase "copied": nothing is swapped, `--resume` goes on.
+        """
+        started = time.monotonic()
+        opened = call(
+            lambda: self.client.indices.forcemerge(
+                index=target,
+                params={"max_num_segments": MERGE_SEGMENTS, "wait_for_completion": "false"},
+            ),
+            "force merge",
+        )
+        task = str(opened["task"])
+        while True:
+            status = self._task(task)
+            self.progress("merge", *self._merged_copies(target))
+            if status is None:
+                raise BackendUnavailable(
+                    f"force-merge task {task} vanished; nothing was swapped, run "
+                    "`suli reindex --resume` (with --merge to merge again)"
+                )
+            if status.get("completed"):
+                failed = ((status.get("response") or {}).get("_shards") or {}).get("failed")
+                if status.get("error") or failed:
+                    why = status.get("error") or f"{failed} shard(s) failed"
+                    raise IndexingError(
+                        f"force merge of {target} failed: {why}; nothing was swapped, "
+                        f"{self.alias} still points at its index (`suli reindex --resume`)"
+                    )
+                break
+            time.sleep(1.0)
+        report.merge_seconds = round(time.monotonic() - started, 1)
+        cp.refresh(self.client, target)
+        report.segments = max(self._segments(target), default=0)
+
+    def _segments(self, target: str) -> list[int]:
+        """Searchable segments of each shard copy (primaries and replicas) of the target."""
+        body = call(lambda: self.client.indices.segments(index=target), "segments")
+        shards = body["indices"][target]["shards"].values()
+        return [int(copy.get("num_search_segments", 0)) for copies in shards for copy in copies]
+
+    def _merged_copies(self, target: str) -> tuple[int, int]:
+        """(shard copies at MERGE_SEGMENTS or fewer, all shard copies): the merge's progress."""
+        counts = self._segments(target)
+        return sum(n <= MERGE_SEGMENTS for n in counts), len(counts)
 
     def _task(self, task: str) -> dict[str, Any] | None:
         try:

@@ -56,6 +56,8 @@ class Report:
     retries: int = 0
     blocked_ms: float = 0.0  # writes to the alias were held (and re-sent) this long
     swap_ms: float = 0.0  # the one _aliases call
+    merge_seconds: float | None = None  # `--merge`: the force-merge before the swap took this
+    segments: int | None = None  # `--merge`: most segments a shard copy has after it
     verification: dict[str, Any] = field(default_factory=dict)
     rejects_file: str | None = None
     notes: list[str] = field(default_factory=list)

@@ -36,14 +36,16 @@ BM25_WEIGHTS = tuple(FIELD_WEIGHTS["tags" if c == "tags_text" else c] for c in F
 HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 # The facets of opensearch_bodies.FACET_FIELDS, in the same order.
 FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
-SNIPPET_TOKENS = 24  # about the 160 characters of OpenSearch's fragment_size
-# Highlights are computed on this many leading characters of each field only: FTS5's own
-# snippet() scores a window per hit (quadratic in hits) in one SQLite step the deadline
-# cannot interrupt, so a huge body of common words ran for seconds (issue 14.2). A hit
-# further in still matches and ranks; its snippet is then the service's best passage.
+FRAGMENT_CHARS = 160  # OpenSearch's fragment_size: the length of a highlighted fragment
+# A fragment is picked from this many leading characters of a highlighted field: the Python
+# work per row stays bounded however large a body is (issue 14.2). A hit further in still
+# matches and ranks; its snippet is then the service's best passage.
 HIGHLIGHT_CHARS = 10_000
-# Per-connection scratch tables for those highlights: the capped fields of the rows being
-# returned, indexed with the same tokenizer as the store, so a hit is what MATCH found.
+# Rows with a field longer than this are highlighted in per-connection scratch tables holding
+# their fields cut to HIGHLIGHT_CHARS, indexed with the store's own tokenizers: marking all of
+# a huge body costs time in proportion to it, for a fragment taken from its start. Below it,
+# indexing the copy would cost more than marking the field where it is.
+FULL_HIGHLIGHT_CHARS = 100_000
 SCRATCH_SRC = "suli_hl_src"
 SCRATCH_FTS: dict[TextFields, str] = {"stemmed": "suli_hl_stem", "plain": "suli_hl_plain"}
 # Private-use code points mark a hit inside snippet(); the text around them is HTML-escaped
@@ -302,64 +304,63 @@ def cap_text(text: str, limit: int = HIGHLIGHT_CHARS) -> str:
 
 
 def highlight_columns(table: str) -> str:
-    """highlight() of the scratch table's columns in HIGHLIGHT_COLUMNS order (title 0, body 1,
-    caption 2 there too); linear in the text, unlike snippet()."""
+    """The highlight() calls of the highlighted columns, in HIGHLIGHT_COLUMNS order."""
     return ", ".join(
         f"highlight({table}, {col}, '{MARK_OPEN}', '{MARK_CLOSE}')" for _, col in HIGHLIGHT_COLUMNS
     )
 
 
-def best_window(marked: str, size: int = SNIPPET_TOKENS, capped: bool = False) -> str:
-    """The `size` whitespace-separated tokens of a highlight() text holding the most distinct
-    hits (then the most hits), centred on them, with `…` where text was left out; in one
-    linear pass. `capped`: the text is a prefix, so its end is not the field's end."""
-    chunks = marked.split()
-    n = len(chunks)
-    hit = [MARK_OPEN in ch for ch in chunks]
-    terms = [_hit_term(ch) if h else "" for ch, h in zip(chunks, hit, strict=True)]
-    # Marks of a phrase may span chunks: note whether each chunk starts inside a mark.
-    inside, state = [False] * (n + 1), False
-    for i, ch in enumerate(chunks):
-        inside[i] = state
-        o, c = ch.rfind(MARK_OPEN), ch.rfind(MARK_CLOSE)
-        if o != c:
-            state = o > c
-    inside[n] = state
-    counts: Counter[str] = Counter()
-    hits = 0
-    best, best_score = 0, -1
-    for i in range(n):
-        if hit[i]:
-            counts[terms[i]] += 1
-            hits += 1
-        j = i - size  # the chunk that leaves the window
-        if j >= 0 and hit[j]:
-            counts[terms[j]] -= 1
-            hits -= 1
-            if not counts[terms[j]]:
-                del counts[terms[j]]
-        score = 1000 * len(counts) + hits
-        if score > best_score:
-            best, best_score = max(0, i - size + 1), score
-    start = best
-    in_window = [k for k in range(start, min(n, start + size)) if hit[k]]
-    if in_window:  # centre the hits, as snippet() does
-        first, last = in_window[0], in_window[-1]
-        start = first - (size - (last - first + 1)) // 2
-    start = max(0, min(start, n - size))
-    end = min(n, start + size)
-    text = " ".join(chunks[start:end])
-    if inside[start]:
-        text = MARK_OPEN + text
-    if inside[end]:
-        text += MARK_CLOSE
+def best_window(
+    marked: str, size: int = FRAGMENT_CHARS, scan: int = HIGHLIGHT_CHARS, more: bool = False
+) -> str:
+    """About `size` characters of a highlight() text around the hits: the span holding the
+    most distinct hit words (then the most hits), centred, widened to whole words, with `…`
+    where text was left out. Only the first `scan` characters are looked at; `more`: the
+    text is itself a prefix of the field."""
+    capped = more
+    if len(marked) > scan:
+        capped = True
+        cut = max(marked.rfind(" ", 0, scan), marked.rfind("\n", 0, scan))
+        marked = marked[: cut if cut > 0 else scan]
+    hits: list[tuple[int, int, str]] = []  # (open mark, close mark, word)
+    i = marked.find(MARK_OPEN)
+    while i >= 0:
+        j = marked.find(MARK_CLOSE, i)
+        j = len(marked) if j < 0 else j
+        hits.append((i, j, marked[i + 1 : j].casefold()))
+        i = marked.find(MARK_OPEN, j)
+    n = len(marked)
+    if n <= size or not hits:
+        start, end = 0, min(n, size)
+    else:
+        counts: Counter[str] = Counter()
+        lo, best, best_score = 0, (0, 0), -1
+        for hi, (_, close, word) in enumerate(hits):
+            counts[word] += 1
+            while close - hits[lo][0] >= size and lo < hi:  # keep the hits within `size`
+                counts[hits[lo][2]] -= 1
+                if not counts[hits[lo][2]]:
+                    del counts[hits[lo][2]]
+                lo += 1
+            score = 1000 * len(counts) + hi - lo + 1
+            if score > best_score:
+                best, best_score = (lo, hi), score
+        first, last = hits[best[0]][0], hits[best[1]][1] + 1
+        start = max(0, first - max(0, size - (last - first)) // 2)
+        end = min(n, max(last, start + size))
+        start = max(0, min(start, end - size))
+    if start > 0:  # whole words only: back to the start of the word the window cuts
+        start = max(marked.rfind(" ", 0, start), marked.rfind("\n", 0, start)) + 1
+    if end < n:
+        cut = [k for k in (marked.find(" ", end), marked.find("\n", end)) if k >= 0]
+        end = min(cut) if cut else n
+    text = marked[start:end].strip()
+    opens, closes = text.find(MARK_OPEN), text.find(MARK_CLOSE)
+    if closes >= 0 and (opens < 0 or closes < opens):
+        text = MARK_OPEN + text  # the window starts inside a mark
+    if text.rfind(MARK_OPEN) > text.rfind(MARK_CLOSE):
+        text += MARK_CLOSE  # ... or ends inside one
     return ("…" if start > 0 else "") + text + ("…" if end < n or capped else "")
-
-
-def _hit_term(chunk: str) -> str:
-    o = chunk.find(MARK_OPEN)
-    c = chunk.find(MARK_CLOSE, o)
-    return chunk[o + 1 : c if c > o else len(chunk)].casefold()
 
 
 # ---- rows <-> items ---------------------------------------------------------------------------

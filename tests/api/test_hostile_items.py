@@ -144,7 +144,12 @@ def cli_env(api: Api) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    "args", [["show", "", "--as", "prn_ana"], ["show", " ", "--as", "prn_ana"], ["delete", ""]]
+    "args",
+    [
+        ["show", "", "--as", "prn_ana"],
+        ["show", " ", "--as", "prn_ana"],
+        ["delete", "", "-w", "acme"],
+    ],
 )
 def test_the_cli_refuses_an_empty_id_in_one_line_with_exit_2(api: Api, args: list[str]) -> None:
     run = CliRunner().invoke(cli, args, env=cli_env(api))

@@ -244,3 +244,14 @@ def test_filter_counts_follow_the_query_and_ticked_filters(
     page.get_by_role("button", name="Apply filters").click()
     kinds = page.locator("fieldset.facet").filter(has_text="Kind").locator(".option-count")
     assert sum(int(k.inner_text().split()[0]) for k in kinds.all()) == outcomes["approved"]
+    # every value is on the page, none hidden in a scrolled box (ana sees 11 tags)
+    page.goto(f"{service.url}/")
+    tags = page.locator("fieldset.facet").filter(has_text="Tag").locator(".option")
+    expect(tags).to_have_count(11)
+    for tag in tags.all():
+        tag.scroll_into_view_if_needed()
+        expect(tag).to_be_in_viewport()
+    clipped = page.locator("ul.options").evaluate_all(
+        "uls => uls.filter(u => u.scrollHeight > u.clientHeight + 1).length"
+    )
+    assert clipped == 0

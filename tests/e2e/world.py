@@ -126,7 +126,8 @@ ITEMS = (
         "Accounts, laptops, the first week and who to ask.",
         "2026-01-05",
         outcome="approved",
-        tags=["onboarding"],
+        # Many tags: the page must list more than a handful of values per filter.
+        tags=["onboarding", "laptops", "accounts", "first-week", "people", "it-setup", "welcome"],
     ),
     _item(
         "itm_bobnotes",

@@ -7,6 +7,7 @@ processes whose command line looks like an OsNode's.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -18,10 +19,12 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import devcluster
-from devcluster import process
-from devcluster.cluster import Cluster
+from cli.main import cli
+from devcluster import jdk, process
+from devcluster.cluster import JDK_FILE, Cluster
 from devcluster.http import describe_listener, port_free
 from devcluster.spec import ClusterSpec, java_command, opensearch_yml
 
@@ -87,9 +90,10 @@ def test_spec_round_trips_and_garbled_files_read_as_none(tmp_path: Path) -> None
 
 
 def test_java_command_sizes_heap_and_gc_threads(tmp_path: Path) -> None:
-    one = java_command(ClusterSpec(heap="1g"), tmp_path, "cp", "java")
-    three = java_command(ClusterSpec(nodes=3, heap="768m"), tmp_path, "cp", "java")
-    assert one[:3] == ["java", "-Xms1g", "-Xmx1g"]
+    java17 = jdk.Jdk(Path("/jdk17"), "17.0.15")
+    one = java_command(ClusterSpec(heap="1g"), tmp_path, "cp", java17)
+    three = java_command(ClusterSpec(nodes=3, heap="768m"), tmp_path, "cp", java17)
+    assert one[:3] == ["/jdk17/bin/java", "-Xms1g", "-Xmx1g"]
     assert "-XX:ParallelGCThreads=1" not in one and "-XX:ParallelGCThreads=1" in three
     assert three[-3:] == ["cp", "OsNode", str(tmp_path)]
 
@@ -224,3 +228,108 @@ def test_a_reaped_child_does_not_hide_a_new_process_that_reuses_its_pid() -> Non
         live.kill()
         live.wait()
     assert not process.alive(live.pid)
+
+
+# ---- the JDK a node runs on (devcluster.jdk) ------------------------------------------------
+
+
+def _fake_jdk(root: Path, name: str, version: str) -> Path:
+    """A folder that looks like a JDK home: bin/java, bin/javac and a `release` file."""
+    home = root / name
+    (home / "bin").mkdir(parents=True)
+    for tool in ("java", "javac"):
+        (home / "bin" / tool).write_text("#!/bin/sh\nexit 0\n")
+        (home / "bin" / tool).chmod(0o755)
+    (home / "release").write_text(f'IMPLEMENTOR="Test"\nJAVA_VERSION="{version}"\n')
+    return home
+
+
+@pytest.fixture
+def no_system_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Only the fake JDKs a test makes count: no JAVA_HOME, no `java` on PATH."""
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("SULI_JAVA_HOME", raising=False)
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+@pytest.mark.usefixtures("no_system_java")
+def test_the_newest_jdk_is_chosen_and_turns_on_lucene_vector_code(tmp_path: Path) -> None:
+    jvm = tmp_path / "jvm"
+    _fake_jdk(jvm, "java-17-openjdk-amd64", "17.0.15")
+    newest = _fake_jdk(jvm, "temurin-25-jdk-amd64", "25.0.3")
+    _fake_jdk(jvm, "temurin-21-jdk-amd64", "21.0.7")
+    (jvm / "not-a-jdk").mkdir()
+    chosen = jdk.choose(jvm_dirs=[jvm])
+    assert (chosen.home, chosen.feature, chosen.simd) == (newest.resolve(), 25, True)
+    cmd = java_command(ClusterSpec(), tmp_path, "cp", chosen)
+    assert cmd[0] == str(newest.resolve() / "bin" / "java")
+    assert "--add-modules=jdk.incubator.vector" in cmd
+    assert "-Dorg.apache.lucene.vectorization.upperJavaFeatureVersion=25" in cmd
+    assert "-Djava.locale.providers=SPI,CLDR" in cmd  # COMPAT is gone from JDK 23 on
+    assert cmd.index("--add-modules=jdk.incubator.vector") < cmd.index("OsNode")  # a JVM flag
+
+
+@pytest.mark.usefixtures("no_system_java")
+def test_with_only_java_17_the_node_starts_without_simd_and_says_so(
+    tmp_path: Path, listener: int, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _fake_jdk(tmp_path / "jvm", "java-17-openjdk-amd64", "17.0.15")
+    chosen = jdk.choose(jvm_dirs=[tmp_path / "jvm"])
+    assert (chosen.home, chosen.simd) == (old.resolve(), False)
+    cmd = java_command(ClusterSpec(), tmp_path, "cp", chosen)
+    assert not [flag for flag in cmd if "vector" in flag]
+    assert "-Djava.locale.providers=SPI,COMPAT" in cmd
+    # The notice comes first, before up() checks ports or downloads anything.
+    monkeypatch.setattr(logging.getLogger("devcluster"), "propagate", True)  # the CLI unsets it
+    with (
+        caplog.at_level(logging.INFO, logger="devcluster"),
+        pytest.raises(devcluster.PortInUseError),
+    ):
+        devcluster.up(
+            http_port=listener, transport_port=listener + 1, state=tmp_path, java=str(old)
+        )
+    assert "vector search runs WITHOUT SIMD" in caplog.text
+    assert "Java 17.0.15" in caplog.text
+
+
+@pytest.mark.usefixtures("no_system_java")
+def test_java_home_suli_java_home_and_the_java_option_override_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jvm = tmp_path / "jvm"
+    old = _fake_jdk(jvm, "jdk-17", "17.0.15").resolve()
+    mid = _fake_jdk(jvm, "jdk-21", "21.0.7").resolve()
+    _fake_jdk(jvm, "jdk-25", "25.0.3")
+    monkeypatch.setenv("JAVA_HOME", str(old))
+    assert jdk.choose(jvm_dirs=[jvm]).home == old
+    monkeypatch.setenv("SULI_JAVA_HOME", str(mid))
+    assert jdk.choose(jvm_dirs=[jvm]).home == mid
+    assert jdk.choose(str(old / "bin" / "java"), jvm_dirs=[jvm]).home == old  # --java wins
+    with pytest.raises(devcluster.ProvisionError, match="--java=/nowhere is not a JDK"):
+        jdk.choose("/nowhere")
+
+
+def test_a_bad_java_option_is_refused_with_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["cluster", "--state-dir", str(tmp_path), "up", "--java", str(tmp_path / "nope")]
+    )
+    assert result.exit_code == 2
+    assert "--java" in result.output and "is not a JDK" in result.output
+    assert not list(tmp_path.iterdir())  # nothing was written
+
+
+@pytest.mark.parametrize(
+    ("version", "feature"), [("17.0.15", 17), ("25", 25), ("1.8.0_402", 8), ("21-ea", 21)]
+)
+def test_feature_versions_are_read_from_release_strings(version: str, feature: int) -> None:
+    assert jdk.feature_version(version) == feature
+
+
+@pytest.mark.usefixtures("no_system_java")
+def test_a_node_started_again_runs_on_the_jdk_up_chose(tmp_path: Path) -> None:
+    chosen = _fake_jdk(tmp_path / "jvm", "jdk-21", "21.0.7")
+    cluster = _cluster(tmp_path)
+    (tmp_path / JDK_FILE).write_text(f"{chosen}\n")
+    assert cluster.jdk().home == chosen.resolve()
