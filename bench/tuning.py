@@ -6,9 +6,10 @@ values, the others held, repeated until nothing moves; ties keep the current val
           closed index, no re-index); the embedded FTS5 column weights (FTS5 fixes k1/b)
   fusion  shared by both backends (one Settings): RRF k, leg weights, candidate depth, the
           meaning margin and, when Settings has it, the meaning floor
-The objective is hybrid nDCG@10 with the gates on (what users get), on dev qrels only; for the
-text stage plus the text leg's own nDCG@10 (it is served alone when the vector leg fails). After the choice the test split is read once and both the
-code's defaults ("baseline") and the chosen point are scored on it, with the top-10 overlap.
+The objective is hybrid nDCG@10 with the gates on (what users get), on dev qrels only; the text
+stage adds the text leg's own nDCG@10 (it is served alone when the vector leg fails). After the
+choice the test split is read once and both the code's defaults ("baseline") and the chosen
+point are scored on it, with the top-10 overlap between the backends.
 """
 
 from __future__ import annotations
