@@ -48,7 +48,7 @@ class TextForm:
 
 
 # Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md, issue 15).
-TEXT_FORM = TextForm("content", 0.0)
+TEXT_FORM = TextForm("content", 0.25)
 
 
 def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:

@@ -112,6 +112,7 @@ class FusionRules:
             [principal("prn_p")],
             embedder=emb,
             candidate_depth=2,
+            vector_weight=1.0,  # equal legs: the shares below are plain 1 / (k + rank)
         )
 
     def test_found_by_both_legs_outranks_a_single_leg(self, legs: World) -> None:

@@ -107,10 +107,11 @@ def test_reindex_fills_the_combined_field_of_a_v3_index(
     client.indices.put_alias(index=old, name=alias)
     backend = OpenSearchBackend(_settings(opensearch_url, alias), EMB.dimension, EMB.name)
     backend.ensure_ready()  # the ACL index; the alias already has its (old) index
+    backend.text_form = bodies.TextForm("content", 0.0)  # the combined field alone
     vectors = [EMB.embed_query(it.embed_text()) for it in ITEMS]
     assert not backend.upsert(list(zip(ITEMS, vectors, strict=True)), index=old).rejected
     backend.refresh()
-    assert _search(backend, "zebra") == {}  # the v4 query finds nothing in a v3 index
+    assert _search(backend, "zebra") == {}  # the content form finds nothing in a v3 index
     engine = Reindexer(backend, EMB, tmp_path / "rejects")
     engine.run(engine.plan())
     assert live_index(client, alias) != old
