@@ -7,11 +7,10 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from indexer.workers import EmbedPool
+from indexer.workers import EmbedPool, Job
 from suli.backends.base import Backend
 from suli.embedding import Embedder, FloatArray, embed_hash
 from suli.errors import IndexingError, InvalidInput
@@ -222,7 +221,7 @@ def index_items(
     supplied = {} if supplied is None else supplied
     summary = Summary()
     pending: list[tuple[int, Item, Sequence[float] | None]] = []
-    in_flight: deque[tuple[Planned, Future[FloatArray] | None]] = deque()
+    in_flight: deque[tuple[Planned, Job | None]] = deque()
     limit = 2 * pool.workers if pool else 0
 
     def write() -> None:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +45,14 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
+@dataclass(frozen=True)
+class Job:
+    """One submitted batch: the input positions of each worker's run, and its future."""
+
+    runs: list[list[int]]
+    futures: list[Future[FloatArray]]
+
+
 class EmbedPool:
     """N worker processes, each with the embedder called `name` ("minilm" or "fake")."""
 
@@ -60,19 +69,30 @@ class EmbedPool:
             initargs=(name, batch_size),
         )
 
-    def submit(self, texts: Sequence[str]) -> Future[FloatArray]:
+    def submit(self, texts: Sequence[str]) -> Job:
+        """Embed texts, split across the workers (one batch alone would keep only one core
+        busy): the texts are sorted by length and cut into one run per worker, so each run
+        pads little; `result` puts the vectors back in input order."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        size = -(-len(order) // self.workers)  # ceiling division
+        runs = [order[k : k + size] for k in range(0, len(order), size)]
         try:
-            return self._pool.submit(_embed, list(texts))
+            futures = [self._pool.submit(_embed, [texts[i] for i in run]) for run in runs]
         except BrokenProcessPool as e:  # a worker died while the pool was idle
             raise IndexingError(WORKER_DIED) from e
+        return Job(runs, futures)
 
     @staticmethod
-    def result(future: Future[FloatArray]) -> FloatArray:
-        """A batch's vectors; a worker that died fails the run loudly (IndexingError)."""
+    def result(job: Job) -> FloatArray:
+        """A job's vectors in input order; a worker that died fails the run loudly."""
         try:
-            return future.result()
+            parts = [f.result() for f in job.futures]
         except BrokenProcessPool as e:
             raise IndexingError(WORKER_DIED) from e
+        out = np.empty((sum(len(r) for r in job.runs), parts[0].shape[1]), dtype=np.float32)
+        for run, part in zip(job.runs, parts, strict=True):
+            out[run] = part
+        return out
 
     def close(self, cancel: bool = False) -> None:
         self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
