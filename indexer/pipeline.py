@@ -15,7 +15,7 @@ from suli.backends.base import Backend
 from suli.embedding import Embedder, FloatArray, embed_hash
 from suli.errors import IndexingError, InvalidInput
 from suli.models import Item
-from suli.validate import parse_item
+from suli.validate import check_structure, parse_item
 
 BATCH = 64  # items embedded together (a progress step with a slow model)
 WRITE_BATCH = 500  # items per write once embedded: fewer, larger bulk requests (= BULK_CHUNK)
@@ -24,6 +24,10 @@ WRITE_BATCH = 500  # items per write once embedded: fewer, larger bulk requests 
 MAX_LINE_BYTES = 8 << 20
 REJECT_TEXT_CHARS = 65_536  # what a rejects file keeps of a line too long to read whole
 BOM = "\ufeff"
+# Containers a line may nest (the item object is level 1): deeper lines are refused as a whole
+# before validation, the same on every Python (json's own limit moved in 3.12). Below it, an
+# over-deep field gets its own reason from validation (16 levels, see suli.validate).
+MAX_LINE_DEPTH = 512
 
 
 @dataclass
@@ -164,6 +168,13 @@ def read_lines(
         except RecursionError:
             reason = "invalid JSON: nested deeper than the parser allows"
             yield n, Rejection(n, None, reason, text)
+            continue
+        try:
+            # json's own limit differs between Python versions (3.12+ parses far deeper):
+            # one limit for every Python, before validation walks the structure.
+            check_structure(data, MAX_LINE_DEPTH, None)
+        except ValueError as e:
+            yield n, Rejection(n, None, f"invalid JSON: the line {e}", text)
             continue
         item_id = (
             data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None

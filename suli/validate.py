@@ -181,9 +181,10 @@ class ItemIn(_Strict):
         )
 
 
-def check_structure(value: Any, max_depth: int, max_bytes: int) -> None:
+def check_structure(value: Any, max_depth: int, max_bytes: int | None) -> None:
     """Raise ValueError when value nests deeper than max_depth containers (the value itself
-    is level 1) or its JSON is larger than max_bytes. Iterative: any depth is safe to check."""
+    is level 1) or its JSON is larger than max_bytes (None: depth only). Iterative: any depth
+    is safe to check."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -196,6 +197,8 @@ def check_structure(value: Any, max_depth: int, max_bytes: int) -> None:
         if depth > max_depth:
             raise ValueError(f"nests deeper than {max_depth} levels (the limit)")
         stack.extend((child, depth + 1) for child in children)
+    if max_bytes is None:
+        return
     try:
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError):
