@@ -114,6 +114,9 @@ def test_phone_width_reads_in_one_column(page: Page, service: Service, artifacts
     sign_in(page, service, "ana")
     page.get_by_label("Search words").fill("deploy")
     page.keyboard.press("Enter")
+    # The browse page before the search has results too: wait for the search's own page, or
+    # the width is read while the page navigates ("execution context was destroyed").
+    expect(page).to_have_url(re.compile(r"[?&]q=deploy"))
     expect(page.locator("li.result").first).to_be_visible()
     # Nothing wider than the screen: no sideways scrolling.
     width = page.evaluate("document.documentElement.scrollWidth")
