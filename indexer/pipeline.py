@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from indexer.workers import EmbedPool, Job
-from suli.backends.base import Backend
+from suli.backends.base import KEEP_GONE, Backend
 from suli.embedding import Embedder, FloatArray, embed_hash
 from suli.errors import IndexingError, InvalidInput
 from suli.models import Item
@@ -242,7 +242,21 @@ def index_items(
         lines = {it.id: n for n, it, _ in pending}  # a rejected id is reported at its last line
         summary.indexed += len(outcome.indexed)
         summary.retried += outcome.retries
-        for item_id, reason in outcome.rejected.items():
+        rejected = dict(outcome.rejected)
+        # A kept vector the store refused (the item was rewritten, deleted or its primary moved
+        # since its hash was read): embed it after all and write it whole, once.
+        again = [it for _, it, vec in pending if vec is None and rejected.get(it.id) == KEEP_GONE]
+        if again:
+            vectors = embedder.embed_documents([it.embed_text() for it in again])
+            summary.embedded += len(again)
+            summary.reused -= len(again)
+            retry = backend.upsert(list(zip(again, vectors, strict=True)))
+            for it in again:
+                rejected.pop(it.id)
+            summary.indexed += len(retry.indexed)
+            summary.retried += retry.retries + len(again)
+            rejected.update(retry.rejected)
+        for item_id, reason in rejected.items():
             n = lines[item_id]
             summary.rejected.append(Rejection(n, item_id, reason, texts.get(n)))
         for n, _, _ in pending:

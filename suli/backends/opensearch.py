@@ -582,7 +582,13 @@ class OpenSearchBackend:
         if not keyed:
             return {}
         ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
-        r = self._search(bodies.stored_hashes_body(ids), "stored hashes")
+        try:
+            r = self._search(bodies.stored_hashes_body(ids), "stored hashes")
+        except (BackendUnavailable, DeadlineExceeded) as e:
+            # Only an optimisation: while shards move (a node lost) the items are embedded
+            # again rather than the write path failing on a read.
+            log.warning("stored hashes not readable (%s): embedding those items again", e)
+            return {}
         out: dict[tuple[str, str], str] = {}
         for h in r["hits"]["hits"]:
             s = h["_source"]

@@ -91,6 +91,16 @@ class Tracked:
         return getattr(self.backend, name)
 
 
+class FeedStream:
+    """The feed as the text stream `suli index -` reads (read_lines asks readline)."""
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+
+    def readline(self, limit: int = -1) -> str:
+        return next(self._lines, "")
+
+
 class StreamIndexer(threading.Thread):
     """index_items over read_lines(feed): the code path of `suli index -`, in a thread."""
 
@@ -107,7 +117,7 @@ class StreamIndexer(threading.Thread):
 
     def run(self) -> None:
         try:
-            lines = read_lines(cast(IO[str], iter(self.feed)))
+            lines = read_lines(cast(IO[str], FeedStream(iter(self.feed))))
             self.summary = index_items(
                 lines,
                 self.tracked,  # type: ignore[arg-type]

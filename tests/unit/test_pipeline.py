@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 
 from indexer.pipeline import Rejection, in_part, index_items, index_stream
-from suli.backends.base import BulkOutcome
+from suli.backends.base import KEEP_GONE, BulkOutcome
 from suli.embedding import FakeEmbedder, embed_hash
 from suli.models import Item
 
@@ -189,3 +189,24 @@ def test_a_line_may_bring_its_own_vector_which_must_fit_the_model() -> None:
     assert all(r.text for r in summary.rejected)  # the rejects file keeps each line
     assert list(store.saved[("ws", "a")][1]) == [0.5] * dim  # taken as given
     assert model.texts == ["F"]  # only the line without a vector reached the model
+
+
+class MovedPrimaryStore(StoredVectorsStore):
+    """Refuses every keep-the-stored-vector write once, as after a primary moved (409)."""
+
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float] | None]]) -> BulkOutcome:
+        kept = [it.id for it, vec in items if vec is None]
+        if kept:
+            whole = [(it, vec) for it, vec in items if vec is not None]
+            out = super().upsert(whole) if whole else BulkOutcome()
+            return BulkOutcome(indexed=out.indexed, rejected={i: KEEP_GONE for i in kept})
+        return super().upsert(items)
+
+
+def test_a_refused_kept_vector_is_embedded_and_written_whole_once() -> None:
+    store, model = MovedPrimaryStore(), CountingEmbedder()
+    index_items(((n, item(n)) for n in range(6)), store, model)  # type: ignore[arg-type]
+    model.texts.clear()
+    again = index_items(((n, item(n)) for n in range(6)), store, model)  # type: ignore[arg-type]
+    assert (again.indexed, again.rejected, again.reused, again.embedded) == (6, [], 0, 6)
+    assert len(model.texts) == 6  # embedded after all, not lost
