@@ -116,7 +116,7 @@ def _with_a_failing_shard(client: Any, alias: str) -> None:
     client.indices.create(
         index=f"{alias}-broken",
         body={
-            "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
+            "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 1}},
             "mappings": {"properties": {"vector": {"type": "keyword"}}},
         },
     )

@@ -48,6 +48,7 @@ def test_the_nonsense_set_finds_nothing(searcher: Searcher, who: str) -> None:
 
 def test_real_questions_still_find_meaning_only_matches(searcher: Searcher) -> None:
     principal = searcher.principal("prn_ana")
+    kept: dict[str, set[str | None]] = {}
     for query in (
         "credentials expired",
         "what broke in production last night",
@@ -55,5 +56,7 @@ def test_real_questions_still_find_meaning_only_matches(searcher: Searcher) -> N
     ):
         resp = searcher.search(principal, search_request(query, explain=True, limit=25))
         assert resp.results, query
-        kept = {r.explain.kept for r in resp.results if r.explain}
-        assert "meaning-within-margin" in kept, (query, kept)
+        kept[query] = {r.explain.kept for r in resp.results if r.explain}
+    # The floor keeps meaning-only matches of real questions (with the combined text field,
+    # one of these questions now matches its answers by words alone).
+    assert sum("meaning-within-margin" in k for k in kept.values()) >= 2, kept
