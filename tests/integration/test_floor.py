@@ -58,5 +58,5 @@ def test_real_questions_still_find_meaning_only_matches(searcher: Searcher) -> N
         assert resp.results, query
         kept[query] = {r.explain.kept for r in resp.results if r.explain}
     # The floor keeps meaning-only matches of real questions (with the combined text field,
-    # one of these questions now matches its answers by words alone).
-    assert sum("meaning-within-margin" in k for k in kept.values()) >= 2, kept
+    # two of these questions now match their answers by words alone).
+    assert any("meaning-within-margin" in k for k in kept.values()), kept
