@@ -64,31 +64,12 @@ def total_words(body: dict[str, Any]) -> str:
 
 def item_json(item: Item, superseded_by: str | None) -> dict[str, Any]:
     """A visible item for `get`: no vector, no ACL data; superseded_by already checked."""
-    return {
-        "id": item.id,
-        "workspace": item.workspace,
-        "kind": item.kind,
-        "title": item.title,
-        "body": item.body,
-        "outcome": item.outcome,
-        "scope": item.scope,
-        "board": item.board,
-        "agent": item.agent,
-        "stations": [{"id": s.id, "name": s.name} for s in item.stations],
-        "superseded": bool(item.superseded_by) or item.outcome == "superseded",
-        "superseded_by": superseded_by,
-        "references": list(item.references),
-        "tags": list(item.tags),
-        "media_type": item.media_type,
-        "path": item.path,
-        "caption": item.caption,
-        "provenance": item.provenance,
-        "created_at": _dt(item.created_at),
-        "updated_at": _dt(item.updated_at),
-        "last_activity_at": _dt(item.last_activity_at),
-        "url": item.url,
-        "hidden": item.hidden,
-    }
+    out = _stored_fields(item)
+    del out["uploader"]  # who uploaded a personal item is not shown
+    out["scope"] = item.scope
+    out["superseded"] = bool(item.superseded_by) or item.outcome == "superseded"
+    out["superseded_by"] = superseded_by
+    return out
 
 
 # Fields of an item's JSON (GET /items/{id}, `suli show --json`) that Suli computes rather than
@@ -99,7 +80,12 @@ DERIVED_FIELDS = ("scope", "superseded")
 
 def item_input_json(item: Item) -> dict[str, Any]:
     """An item as the JSON line `suli index` takes (docs/items.md): what export writes."""
-    out: dict[str, Any] = {
+    return {k: v for k, v in _stored_fields(item).items() if v is not None}
+
+
+def _stored_fields(item: Item) -> dict[str, Any]:
+    """The item's own fields as given at indexing (nothing derived, nothing checked)."""
+    return {
         "id": item.id,
         "workspace": item.workspace,
         "kind": item.kind,
@@ -123,7 +109,6 @@ def item_input_json(item: Item) -> dict[str, Any]:
         "url": item.url,
         "hidden": item.hidden,
     }
-    return {k: v for k, v in out.items() if v is not None}
 
 
 def facets_json(f: Facets) -> dict[str, Any]:
