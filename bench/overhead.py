@@ -161,9 +161,10 @@ def build(url: str, alias: str, queries: Sequence[str]) -> tuple[Searcher, OpenS
     return Searcher(backend, embedder, settings), backend.client, vectors
 
 
-def http_client(searcher: Searcher) -> tuple[Any, dict[str, str]]:
+def http_client(searcher: Searcher, principal_id: str = PRINCIPAL.id) -> tuple[Any, dict[str, str]]:
     """The real app served by uvicorn on a loopback port (in a thread of this process), and a
-    keep-alive httpx client with a fresh token: what a product calling the service pays."""
+    keep-alive httpx client with a fresh token of principal_id: what a product calling the
+    service pays."""
     import socket
     import threading
 
@@ -173,7 +174,7 @@ def http_client(searcher: Searcher) -> tuple[Any, dict[str, str]]:
     from app.main import create_app
     from suli.auth import create_token
 
-    token = create_token(searcher.backend, PRINCIPAL.id)
+    token = create_token(searcher.backend, principal_id)
     searcher.backend.refresh()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
