@@ -6,6 +6,7 @@ what they claim, never how fast anything is (speed lives in bench/RESULTS.md).
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,15 @@ from suli.settings import Settings
 
 # bench/ is not an installed package (it ships nothing): import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench import filtered_knn, indexing, indexing_scale, native_hybrid, overhead, scale
+from bench import (
+    filtered_knn,
+    indexing,
+    indexing_scale,
+    native_hybrid,
+    overhead,
+    scale,
+    scale_cluster,
+)
 from bench.nfcorpus import load_items
 from devcluster.http import free_port_pair
 
@@ -135,3 +144,48 @@ def test_indexing_scale_profiles_the_model_and_times_workers_and_reuse(
     assert "index_items --workers 1" in out
     assert "60 unchanged items" in out and "re-upsert / helpers.bulk throughput" in out
     assert not OpenSearch(opensearch_url).indices.get(index="bench-reuse-*")  # cleaned up
+
+
+def test_scale_cluster_runs_every_phase_on_the_test_node(
+    opensearch_url: str, tmp_path: Path
+) -> None:
+    """2000 clustered items on the shared node (replicas 0: one node), 20 queries: every phase
+    reports, the load and the writer's items are counted, recall is a share."""
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "results.jsonl"
+    n = 2000
+    try:
+        report = scale_cluster.main(
+            ["--url", opensearch_url, "--sizes", str(n), "--replicas", "0", "--prefix", prefix,
+             "--data-root", str(tmp_path / "data"), "--centres", "50", "--queries", "20",
+             "--rounds", "1", "--warmup", "2", "--settle-quiet", "1", "--write-warmup", "1", "--out", str(out)]
+        )  # fmt: skip
+    finally:
+        OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
+    assert report["errors"] == []
+    rows = {r["phase"]: r for r in report["rows"]}
+    assert list(rows) == ["cluster", "load", "settle", "latency", "writes", "recall",
+                          "resources", "growth"]  # fmt: skip
+    assert [json.loads(line)["phase"] for line in out.read_text().splitlines()] == list(rows)
+    assert all(len(r["load_avg_start"]) == 3 and len(r["load_avg_end"]) == 3 for r in rows.values())
+    assert rows["cluster"]["data_nodes"] >= 1 and rows["cluster"]["nodes"]
+    load = rows["load"]
+    assert load["loaded"] == n and load["items"] == n and load["items_per_s"] > 0
+    assert load["acls_written"] == 1000 and load["segments"]["total"] >= 1
+    assert rows["settle"]["timed_out"] is False
+    for phase in ("latency", "writes"):
+        sides = rows[phase]["sides"]
+        assert set(sides) == {"raw_msearch", "suli_core", "suli_http"}
+        assert all(s["n"] == 20 and s["p50_ms"] > 0 for s in sides.values())
+        assert {"acl", "msearch", "vector_took"} <= set(rows[phase]["core_phases_p50_ms"])
+    writes = rows["writes"]
+    assert writes["writer"]["indexed"] > 0 and writes["write_failures"] == 0
+    assert writes["deleted_after"] == writes["writer"]["indexed"]  # the index holds n again
+    levels = rows["recall"]["levels"]
+    assert list(levels) == ["prn_v30", "prn_v10", "prn_v1", "prn_v01"]
+    assert [lv["visible_items"] for lv in levels.values()] == [600, 200, 20, 2]
+    assert all(0 <= lv["min"] <= lv["mean"] <= 1 for lv in levels.values())
+    res = rows["resources"]
+    assert res["docs"] == n and res["store_total_mb"] > 0
+    assert all(nd["heap_used_mb"] > 0 for nd in res["nodes"].values())
+    assert "skipped" in rows["growth"]  # one size: nothing to grow from
