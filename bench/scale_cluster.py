@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import itertools
 import json
 import multiprocessing as mp
@@ -413,12 +414,12 @@ class SizeRun:
             load_body["number_of_replicas"] = 0
         if a.load_refresh:
             load_body["refresh_interval"] = "-1"
-        if load_body:
-            client.indices.put_settings(index=index, body={"index": load_body})
         start = 0
         if self.progress_file.exists():
             start = int(json.loads(self.progress_file.read_text())["done"])
             say(f"resuming the load of {self.alias} at item {start}")
+        if load_body and start < self.n:
+            client.indices.put_settings(index=index, body={"index": load_body})
         self.progress_file.parent.mkdir(parents=True, exist_ok=True)
         vectors, n, batch = self.ds.vectors, self.n, a.batch
 
@@ -685,6 +686,8 @@ def cluster_phase(args: argparse.Namespace) -> tuple[dict[str, Any], str, Any]:
         if args.plugins:
             # Hook for the extra-plugin option of devcluster (neural-search for the native
             # hybrid side of the concurrency phase): passed through once devcluster has it.
+            if "plugins" not in inspect.signature(devcluster.up).parameters:
+                raise SystemExit("--plugins: this devcluster cannot load extra plugins yet")
             kw["plugins"] = args.plugins
         say(f"cluster: {args.nodes} node(s) from port {args.http_port} in {args.state}")
         cluster = devcluster.up(**kw)
