@@ -218,7 +218,7 @@ def writer_main(spec: dict[str, Any], stop: Any, out: Any) -> None:
     """Feed `rate` new items a second through the indexer (index_stream over a real pipe, as
     `suli index -` reads one) until `stop` is set; put totals on `out`."""
     try:
-        from indexer.pipeline import Summary, index_stream
+        from indexer.pipeline import index_stream
 
         settings = Settings(opensearch_url=spec["url"], index_alias=spec["alias"],
                             acl_index=f"{spec['alias']}-acl")  # fmt: skip
@@ -250,11 +250,6 @@ def writer_main(spec: dict[str, Any], stop: Any, out: Any) -> None:
                     due += 1.0
                     time.sleep(max(0.0, due - time.monotonic()))
 
-        progress: list[tuple[float, int]] = []
-
-        def tick(sm: Summary) -> None:
-            progress.append((time.monotonic(), sm.indexed))
-
         out.put({"ready": True})
         t0 = time.monotonic()
         feeder = threading.Thread(target=feed, daemon=True)
@@ -263,7 +258,7 @@ def writer_main(spec: dict[str, Any], stop: Any, out: Any) -> None:
             # One second's lines per batch and per write: the CLI's sizes (64 / 500) would
             # hold a 20 items/s pipe's items for 25 s before writing them.
             summary = index_stream(r, backend, LookupEmbedder({}, MODEL),
-                                   batch_size=rate, write_size=rate, on_progress=tick)  # fmt: skip
+                                   batch_size=rate, write_size=rate)  # fmt: skip
         secs = time.monotonic() - t0
         feeder.join()
         out.put({
@@ -306,6 +301,13 @@ class SizeRun:
     @cached_property
     def backend(self) -> OpenSearchBackend:
         return OpenSearchBackend(self.settings, DIM, MODEL)
+
+    @cached_property
+    def loader(self) -> OpenSearchBackend:
+        """The load's writer: a bulk of 500 vectors on a busy node can take longer than the
+        product's 10 s timeout, and a timed-out bulk is sent again (work done twice)."""
+        s = self.settings.model_copy(update={"opensearch_timeout_s": self.args.load_timeout})
+        return OpenSearchBackend(s, DIM, MODEL)
 
     @property
     def client(self) -> OpenSearch:
@@ -433,7 +435,7 @@ class SizeRun:
         def write(pos: int, rows: list[dict[str, Any]]) -> int:
             items = [parse_item(r) for r in rows]
             vecs = np.asarray(vectors[pos : pos + len(items)], dtype=np.float32)
-            outcome = self.backend.upsert(list(zip(items, vecs, strict=True)))
+            outcome = self.loader.upsert(list(zip(items, vecs, strict=True)))
             if outcome.rejected:
                 raise RuntimeError(f"items rejected: {dict(list(outcome.rejected.items())[:3])}")
             return pos
@@ -714,6 +716,8 @@ def cluster_phase(args: argparse.Namespace) -> tuple[dict[str, Any], str, Any]:
         "url": url, "managed": cluster is not None, "status": health["status"],
         "data_nodes": health["number_of_data_nodes"], "nodes": nodes,
         "heap": cluster.spec.heap if cluster is not None else None,
+        "jdk": ({"home": str(jdk.home), "version": jdk.version, "simd": jdk.simd}
+                if cluster is not None and (jdk := cluster.jdk()) else None),
         "version": client.info()["version"]["number"],
     }  # fmt: skip
     return result, url, cluster
@@ -824,6 +828,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="keep the 1 s refresh during the load (default: -1 until loaded)",
     )
     g.add_argument("--green-timeout", type=float, default=3600)
+    g.add_argument("--load-timeout", type=float, default=120, help="seconds per bulk request")
     g = ap.add_argument_group("settle, latency, writes, recall")
     g.add_argument("--settle-quiet", type=float, default=60)
     g.add_argument("--settle-timeout", type=float, default=3600)
