@@ -234,7 +234,8 @@ def writer_main(spec: dict[str, Any], stop: Any, out: Any) -> None:
         def feed() -> None:
             with os.fdopen(wfd, "wb") as w:
                 due = time.monotonic()
-                while not stop.is_set():
+                # Also stop when the bench is gone (killed): never feed the index unattended.
+                while not stop.is_set() and os.getppid() == spec["parent"]:
                     rows = []
                     for _ in range(rate):
                         j = int(rng.integers(len(templates)))
@@ -367,7 +368,9 @@ class SizeRun:
                                                                       NORMAL_REFRESH) != NORMAL_REFRESH:  # fmt: skip
             client.indices.put_settings(index=index, body={"index": {
                 "number_of_replicas": a.replicas, "refresh_interval": NORMAL_REFRESH}})  # fmt: skip
-        self.backend.refresh()
+        # The first refresh after a load with refresh off writes every buffered segment (and
+        # its HNSW graph): far longer than the client's 10 s.
+        client.indices.refresh(index=self.alias, params={"request_timeout": 3600})
         self.progress_file.unlink(missing_ok=True)
         result["green_after_s"] = wait_green(client, index, a.green_timeout)
         count = self.backend.count()
@@ -405,7 +408,6 @@ class SizeRun:
             ):
                 raise RuntimeError("the backend does not read back the ACLs written")
         self.backend.put_principals([Principal(p, WORKSPACE) for p in LEVELS])
-        self.backend.refresh()
         return len(todo)
 
     def _fill(self) -> dict[str, Any]:
@@ -559,7 +561,7 @@ class SizeRun:
         ctx = mp.get_context("spawn")  # this process has threads (uvicorn): no fork
         stop, out = ctx.Event(), ctx.Queue()
         spec = {"url": self.url, "alias": self.alias, "path": str(self.ds.path), "n": self.n,
-                "rate": a.write_rate, "seed": a.seed + 99}  # fmt: skip
+                "rate": a.write_rate, "seed": a.seed + 99, "parent": os.getpid()}  # fmt: skip
         proc = ctx.Process(target=writer_main, args=(spec, stop, out), daemon=True)
         proc.start()
         try:
@@ -659,11 +661,11 @@ class SizeRun:
     # ---- concurrency (bench.concurrency, from another branch)
 
     def concurrency(self) -> dict[str, Any]:
-        self.require_loaded()
         try:
             from bench import concurrency  # type: ignore[attr-defined]
         except ImportError as e:
             raise RuntimeError("bench.concurrency is not merged yet: no concurrency results") from e
+        self.require_loaded()
         http, headers = self.http
         texts, vecs = self.query_set
         return dict(concurrency.run_levels(
