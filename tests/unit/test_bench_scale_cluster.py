@@ -59,7 +59,14 @@ def test_growth_takes_the_latest_run_of_the_smallest_and_largest_size() -> None:
 
     rows = [row(100, 9.0, 9.0), row(100, 10.0, 20.0), row(500, 12.0, 30.0), row(1000, 15.0, 50.0),
             {"phase": "latency", "kind": "clustered", "n": 2000, "error": "boom"}]  # fmt: skip
-    got = growth(rows, "clustered")
-    assert got == {"latency": {"from": 100, "to": 1000, "sides": {
-        "suli_core": {"p50_growth": 1.5, "p99_growth": 2.5}}}}  # fmt: skip
+    rows += [{"phase": "load", "kind": "clustered", "n": 1000, "items_per_s": 0.5},
+             {"phase": "resources", "kind": "clustered", "n": 1000,
+              "total_bytes_per_million_items": 3e12}]  # fmt: skip
+    got = growth(rows, "clustered", target=10_000)
+    # One more decade: p50 grows 1.5x again (15 -> 22.5), p99 2.5x (50 -> 125).
+    assert got == {"latency": {"from": 100, "to": 1000, "sides": {"suli_core": {
+        "p50_growth": 1.5, "p99_growth": 2.5,
+        "p50_ms_projected_10000": 22.5, "p99_ms_projected_10000": 125.0}}},
+        "load_hours_projected_10000": round(10_000 / 0.5 / 3600, 1),
+        "disk_gb_projected_10000": 30.0}  # fmt: skip
     assert "skipped" in growth(rows[:2], "clustered")
