@@ -43,7 +43,8 @@ except when the cluster or the load fails):
 - concurrency: NOT in the default phases: calls bench.concurrency.run_levels once that module
   is merged; until then it fails with "not merged yet" (no results are made up).
 - growth: p50/p99 growth from the smallest to the largest size in `--out` (latency and
-  writes phases of this kind), per side.
+  writes phases of this kind), per side, and a projection to 10M items (latency on the power
+  law through those sizes, load hours at the largest load's rate, disk at its bytes per item).
 
 Every phase records os.getloadavg() at its start and end.
 """
