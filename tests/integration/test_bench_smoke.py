@@ -20,9 +20,9 @@ from suli.settings import Settings
 
 # bench/ is not an installed package (it ships nothing): import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import devcluster
 from bench import filtered_knn, indexing, indexing_scale, native_hybrid, overhead, scale
 from bench.nfcorpus import load_items
-from devcluster.http import free_port_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -111,13 +111,13 @@ def test_scale_reports_growth_per_backend(opensearch_url: str, tmp_path: Path) -
     assert all(g["p50_growth"] > 0 for g in report["growth"].values())
 
 
-def test_native_hybrid_starts_its_node_and_asserts_the_same_top10(tmp_path: Path) -> None:
-    """Fetches neural-search 2.19.1.0 from Maven Central, starts a node with it on a free port,
-    and compares OpenSearch's hybrid + RRF with Suli's fusion (the bench asserts the top 10)."""
-    port = free_port_pair()
+def test_native_hybrid_asserts_the_same_top10(neural_search_cluster: devcluster.Cluster) -> None:
+    """On a node started as `--start-node` starts it (neural-search 2.19.1.0 from Maven
+    Central), compares OpenSearch's hybrid + RRF with Suli's fusion (the bench asserts the
+    top 10)."""
     report = native_hybrid.main(
-        ["--start-node", "--url", f"http://127.0.0.1:{port}", "--state", str(tmp_path),
-         "--limit-docs", "60", "--queries", "4", "--rounds", "1"]
+        ["--url", neural_search_cluster.url, "--limit-docs", "60", "--queries", "4",
+         "--rounds", "1"]
     )  # fmt: skip
     assert report["docs"] == 60
     assert report["mean_top10_overlap"] > 0.9  # equal but for ties at the 10th place
