@@ -16,13 +16,23 @@ from opensearchpy import OpenSearch
 
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import build_embedder
+from suli.service import Searcher
 from suli.settings import Settings
+from suli.visibility import visibility_for
 
 # bench/ is not an installed package (it ships nothing): import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import devcluster
-from bench import filtered_knn, indexing, indexing_scale, native_hybrid, overhead, scale
-from bench.nfcorpus import load_items
+from bench import (
+    concurrency,
+    filtered_knn,
+    indexing,
+    indexing_scale,
+    native_hybrid,
+    overhead,
+    scale,
+)
+from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
@@ -135,3 +145,41 @@ def test_indexing_scale_profiles_the_model_and_times_workers_and_reuse(
     assert "index_items --workers 1" in out
     assert "60 unchanged items" in out and "re-upsert / helpers.bulk throughput" in out
     assert not OpenSearch(opensearch_url).indices.get(index="bench-reuse-*")  # cleaned up
+
+
+def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
+    neural_search_cluster: devcluster.Cluster,
+) -> None:
+    """Suli HTTP (the real app on a loopback port) and the native hybrid query, 1 then 2
+    closed-loop clients for 2 s each: every field present and sane, no error on either side."""
+    url = neural_search_cluster.url
+    backend = native_hybrid.ensure_corpus(url, "bench-hybrid", 60)  # shared with the test above
+    queries = list(load_queries(set(load_qrels("test"))).values())[:4]
+    vectors = overhead.query_vectors(queries)
+    settings = Settings(
+        opensearch_url=url, index_alias="bench-hybrid", acl_index="bench-hybrid-acl"
+    )
+    searcher = Searcher(backend, overhead.LookupEmbedder(vectors), settings)
+    backend.put_principals([overhead.PRINCIPAL])
+    backend.refresh()
+    http, headers = overhead.http_client(searcher)
+    token = headers["Authorization"].removeprefix("Bearer ")
+    vis = concurrency.visibility_of_token(url, "bench-hybrid", "bench-hybrid-acl", token)
+    assert vis == visibility_for(overhead.PRINCIPAL, backend.acls(WORKSPACE))
+    report = concurrency.run_levels(
+        str(http.base_url), token, url, "bench-hybrid", queries, vectors, vis,
+        levels=(1, 2), seconds=2, warmup=0.3,
+    )  # fmt: skip
+    assert [row["clients"] for row in report["levels"]] == [1, 2]
+    for row in report["levels"]:
+        for side in ("suli_http", "native_hybrid"):
+            got = row[side]
+            assert (got["errors"], got["warmup_errors"], got["error_kinds"]) == (0, 0, {}), got
+            assert got["ok"] == got["requests"] > 0 and got["warmup_requests"] > 0, got
+            assert got["elapsed_s"] >= 2
+            assert got["qps"] == round(got["ok"] / got["elapsed_s"], 2) > 0
+            assert 0 < got["p50_ms"] <= got["p99_ms"]
+            assert got["client_cpu_s"] > 0 and got["client_cores"] > 0
+        assert row["qps_ratio_suli_over_native"] == round(
+            row["suli_http"]["qps"] / row["native_hybrid"]["qps"], 3
+        )
