@@ -1,7 +1,10 @@
 """Throughput under concurrency: Suli HTTP `POST /api/v1/search` vs OpenSearch's native hybrid.
 
+    suli cluster up --nodes 3 --plugin neural-search           # nodes that run `hybrid`
+    SULI_INDEX_ALIAS=suli-items suli serve --port 8000 &         # Suli, in its own process
     python -m bench.concurrency --suli-url http://127.0.0.1:8000 --token "$TOKEN" \\
-        --os-url http://127.0.0.1:9200 --index suli-items --levels 1 4 16 32 --seconds 30
+        --os-url http://127.0.0.1:9200,http://127.0.0.1:9201,http://127.0.0.1:9202 \\
+        --index suli-items --levels 1 4 16 32 --seconds 30 --out bench/results/concurrency.json
 
 A closed loop: at each level, N client threads each send a request, wait for its answer and
 send the next, looping over the query list, for a short warm-up and then `seconds` measured.
@@ -22,7 +25,8 @@ in its own process (`suli serve`), not in this one, or the two share one GIL.
 The Suli service must be configured like the native side for a like-for-like comparison:
 same index, candidate depth (`depth`), and its query vectors are its own model's (the native
 side is given `vectors`, so it skips embedding: the Suli service embeds each query once, then
-serves it from its query cache, which holds 256 queries).
+serves it from its query cache, which holds 256 queries: run_levels primes it with one pass
+over the queries before the first level).
 """
 
 from __future__ import annotations
@@ -141,6 +145,30 @@ def _client(
             tally.cpu_s = time.thread_time() - cpu0
         conn.close()
     return tally
+
+
+def prime(side: Side, timeout: float = 60.0) -> dict[str, int]:
+    """One request per query, in turn: the service's query cache and the nodes' caches are
+    warm for every query before any level (the native side never embeds, so neither should
+    Suli inside the measured window). Returns the error kinds seen, counted."""
+    errors: Counter[str] = Counter()
+    conn = _connection(side.urls[0], timeout)
+    try:
+        for body in side.bodies:
+            try:
+                conn.request("POST", side.path, body, dict(side.headers))
+                resp = conn.getresponse()
+                data = resp.read()
+                if not 200 <= resp.status < 300:
+                    errors[f"HTTP {resp.status}"] += 1
+                elif not side.complete(data):
+                    errors["partial answer"] += 1
+            except Exception as err:  # counted like the load loop counts it
+                errors[type(err).__name__] += 1
+                conn.close()
+    finally:
+        conn.close()
+    return dict(errors)
 
 
 def run_block(
@@ -298,7 +326,11 @@ def run_levels(
     depth, limit: candidates per leg and results per answer, as the Suli service uses.
     pipeline, rank_constant: the RRF search pipeline, (re)written on the nodes first.
 
-    Returns {"levels": [{"clients": n, "suli_http": {...}, "native_hybrid": {...},
+    Before the levels every query goes once to each side (see prime): Suli's service then
+    answers from its query-vector cache, as the native side is handed its vectors. That cache
+    holds 256 queries: with more, the Suli side embeds inside the measured window.
+
+    Returns {"prime_errors": {side: {kind: n}}, "levels": [{"clients": n, "suli_http": {...}, "native_hybrid": {...},
     "qps_ratio_suli_over_native": r, "load_avg_1m": [before, after]}, ...], plus the run's
     settings and "client_cpu_s"}; each side's dict has requests, ok, errors, error_kinds,
     warmup_requests, warmup_errors, elapsed_s, qps, p50_ms, p99_ms, mean_ms, client_cpu_s,
@@ -319,6 +351,7 @@ def run_levels(
     sides = build_sides(
         suli_url, token, os_urls, index, queries, vectors, visibility, depth, limit, pipeline
     )
+    primed = {name: prime(sides[name], timeout) for name in SIDES}
     per_block = seconds / blocks
     rows = []
     for li, clients in enumerate(levels):
@@ -350,6 +383,8 @@ def run_levels(
         "blocks": blocks,
         "depth": depth,
         "limit": limit,
+        # Errors of the one pass over every query before the levels (see prime).
+        "prime_errors": primed,
         "levels": rows,
         "client_cpu_s": round(sum(r[name]["client_cpu_s"] for r in rows for name in SIDES), 3),
     }
@@ -406,14 +441,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if min(args.levels) < 1 or args.seconds <= 0 or args.warmup < 0 or args.blocks < 1:
         ap.error("--levels must be >= 1, --seconds > 0, --warmup >= 0, --blocks >= 1")
     from bench.overhead import query_vectors
+    from suli.errors import SuliError
     from suli.settings import Settings
 
     os_urls = [u.strip() for u in args.os_url.split(",") if u.strip()]
     acl_index = args.acl_index or Settings().acl_index
+    try:
+        vis = visibility_of_token(os_urls[0], args.index, acl_index, args.token)
+    except SuliError as err:  # a bad token or ACL index: one line, exit 2
+        ap.error(f"--token: {err}")
     queries = _queries(args)
     report = run_levels(
-        args.suli_url, args.token, os_urls, args.index, queries,
-        query_vectors(queries), visibility_of_token(os_urls[0], args.index, acl_index, args.token),
+        args.suli_url, args.token, os_urls, args.index, queries, query_vectors(queries), vis,
         levels=args.levels, seconds=args.seconds, warmup=args.warmup, blocks=args.blocks,
         depth=args.depth,
     )  # fmt: skip

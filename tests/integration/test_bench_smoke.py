@@ -170,6 +170,7 @@ def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
         str(http.base_url), token, url, "bench-hybrid", queries, vectors, vis,
         levels=(1, 2), seconds=2, warmup=0.3,
     )  # fmt: skip
+    assert report["prime_errors"] == {"suli_http": {}, "native_hybrid": {}}
     assert [row["clients"] for row in report["levels"]] == [1, 2]
     for row in report["levels"]:
         for side in ("suli_http", "native_hybrid"):
