@@ -32,13 +32,19 @@ over the queries before the first level).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+import urllib.request
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -390,6 +396,50 @@ def run_levels(
     }
 
 
+@contextlib.contextmanager
+def suli_service(
+    settings_env: Mapping[str, str], workers: int = 1, timeout: float = 180.0
+) -> Iterator[str]:
+    """`suli serve` in a process of its own (not this one: no GIL shared with the clients) on a
+    free loopback port, configured by SULI_* variables (e.g. SULI_OPENSEARCH_URL,
+    SULI_INDEX_ALIAS, SULI_ACL_INDEX) over this process's environment; yields its base URL
+    once /healthz answers, and stops it afterwards. Its log is kept in a temporary file and
+    shown when it does not start."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    suli = Path(sys.executable).with_name("suli")
+    cmd = [str(suli), "serve", "--port", str(port), "--workers", str(workers)]
+    log = tempfile.NamedTemporaryFile(prefix="suli-serve-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*cmd, "--log-level", "warning"], env={**os.environ, **settings_env},
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                text = Path(log.name).read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"`{' '.join(cmd)}` did not start; its log:\n{text}")
+            try:
+                with urllib.request.urlopen(f"{url}/healthz", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        Path(log.name).unlink(missing_ok=True)
+
+
 def visibility_of_token(os_url: str, index: str, acl_index: str, token: str) -> Visibility:
     """The token principal's visibility over the current ACLs, read as Suli reads it."""
     from suli.auth import open_session
@@ -420,7 +470,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--suli-url", required=True, help="base URL of a running `suli serve`")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--suli-url", help="base URL of a running `suli serve`")
+    where.add_argument(
+        "--serve",
+        action="store_true",
+        help="start `suli serve` here (own process) over --os-url/--index/--acl-index",
+    )
     ap.add_argument("--token", default=os.environ.get("SULI_TOKEN"), help="[env SULI_TOKEN]")
     ap.add_argument(
         "--os-url", default="http://127.0.0.1:9200", help="node URL(s), comma-separated"
@@ -451,11 +507,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except SuliError as err:  # a bad token or ACL index: one line, exit 2
         ap.error(f"--token: {err}")
     queries = _queries(args)
-    report = run_levels(
-        args.suli_url, args.token, os_urls, args.index, queries, query_vectors(queries), vis,
-        levels=args.levels, seconds=args.seconds, warmup=args.warmup, blocks=args.blocks,
-        depth=args.depth,
-    )  # fmt: skip
+    vectors = query_vectors(queries)
+    with contextlib.ExitStack() as stack:
+        suli_url = args.suli_url or stack.enter_context(
+            suli_service(
+                {"SULI_OPENSEARCH_URL": ",".join(os_urls), "SULI_INDEX_ALIAS": args.index,
+                 "SULI_ACL_INDEX": acl_index, "SULI_CANDIDATE_DEPTH": str(args.depth)}
+            )
+        )  # fmt: skip
+        report = run_levels(
+            suli_url, args.token, os_urls, args.index, queries, vectors, vis,
+            levels=args.levels, seconds=args.seconds, warmup=args.warmup, blocks=args.blocks,
+            depth=args.depth,
+        )  # fmt: skip
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:

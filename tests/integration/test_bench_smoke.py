@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 
+from suli.auth import create_token
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import build_embedder
-from suli.service import Searcher
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
@@ -150,26 +150,22 @@ def test_indexing_scale_profiles_the_model_and_times_workers_and_reuse(
 def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
     neural_search_cluster: devcluster.Cluster,
 ) -> None:
-    """Suli HTTP (the real app on a loopback port) and the native hybrid query, 1 then 2
-    closed-loop clients for 2 s each: every field present and sane, no error on either side."""
-    url = neural_search_cluster.url
-    backend = native_hybrid.ensure_corpus(url, "bench-hybrid", 60)  # shared with the test above
-    queries = list(load_queries(set(load_qrels("test"))).values())[:4]
-    vectors = overhead.query_vectors(queries)
-    settings = Settings(
-        opensearch_url=url, index_alias="bench-hybrid", acl_index="bench-hybrid-acl"
-    )
-    searcher = Searcher(backend, overhead.LookupEmbedder(vectors), settings)
+    """`suli serve` in its own process and the native hybrid query, 1 then 2 closed-loop
+    clients for 2 s each: every field present and sane, no error on either side."""
+    url, alias = neural_search_cluster.url, "bench-hybrid"
+    backend = native_hybrid.ensure_corpus(url, alias, 60)  # shared with the test above
     backend.put_principals([overhead.PRINCIPAL])
+    token = create_token(backend, overhead.PRINCIPAL.id)
     backend.refresh()
-    http, headers = overhead.http_client(searcher)
-    token = headers["Authorization"].removeprefix("Bearer ")
-    vis = concurrency.visibility_of_token(url, "bench-hybrid", "bench-hybrid-acl", token)
+    queries = list(load_queries(set(load_qrels("test"))).values())[:4]
+    vis = concurrency.visibility_of_token(url, alias, f"{alias}-acl", token)
     assert vis == visibility_for(overhead.PRINCIPAL, backend.acls(WORKSPACE))
-    report = concurrency.run_levels(
-        str(http.base_url), token, url, "bench-hybrid", queries, vectors, vis,
-        levels=(1, 2), seconds=2, warmup=0.3,
-    )  # fmt: skip
+    env = {"SULI_OPENSEARCH_URL": url, "SULI_INDEX_ALIAS": alias, "SULI_ACL_INDEX": f"{alias}-acl"}
+    with concurrency.suli_service(env) as suli_url:
+        report = concurrency.run_levels(
+            suli_url, token, url, alias, queries, overhead.query_vectors(queries), vis,
+            levels=(1, 2), seconds=2, warmup=0.3,
+        )  # fmt: skip
     assert report["prime_errors"] == {"suli_http": {}, "native_hybrid": {}}
     assert [row["clients"] for row in report["levels"]] == [1, 2]
     for row in report["levels"]:
