@@ -124,7 +124,7 @@ def _client(
                 cpu0 = time.thread_time()
             error = None
             try:
-                conn.request("POST", side.path, side.bodies[q % n], dict(side.headers))
+                conn.request("POST", side.path, side.bodies[q % n], side.headers)
                 resp = conn.getresponse()
                 data = resp.read()
                 if not 200 <= resp.status < 300:
@@ -162,7 +162,7 @@ def prime(side: Side, timeout: float = 60.0) -> dict[str, int]:
     try:
         for body in side.bodies:
             try:
-                conn.request("POST", side.path, body, dict(side.headers))
+                conn.request("POST", side.path, body, side.headers)
                 resp = conn.getresponse()
                 data = resp.read()
                 if not 200 <= resp.status < 300:
