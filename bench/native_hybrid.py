@@ -3,9 +3,10 @@
     python -m bench.native_hybrid --start-node            # fetch plugin, start :9290, run, stop
     python -m bench.native_hybrid --url http://127.0.0.1:9290 --queries 100 --rounds 3
 
-Needs a node with the neural-search plugin (2.19.1.0, Maven Central); `--start-node` fetches it
-with mvn and starts a separate single node (own state dir, port 9290) so shared nodes are
-untouched. NFCorpus is indexed there from the cached vectors. Both sides use the same bodies:
+Needs a node with the neural-search plugin (2.19.1.0, Maven Central); `--start-node` starts a
+separate single devcluster node with it (own state dir, port 9290) so shared nodes are
+untouched (`suli cluster up --plugin neural-search` starts such a node by hand). NFCorpus is
+indexed there from the cached vectors. Both sides use the same bodies:
 Suli's BM25 and filtered k-NN legs (depth 100) and k=60; Suli runs with neutral weights and
 no meaning gate (meaning_margin=2.0). Sides alternate query by query.
 """
@@ -14,13 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,10 +23,9 @@ from typing import Any
 import numpy as np
 from opensearchpy import OpenSearch
 
+import devcluster
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_vectors, summarise
-from devcluster.provision import provision
-from devcluster.spec import LOG4J2_PROPERTIES
 from suli.backends import keys
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
@@ -44,59 +38,12 @@ from suli.text import only_common_words
 from suli.visibility import Visibility, visibility_for
 
 PIPELINE = "suli-bench-rrf"
-ARTIFACT = "org.opensearch.plugin:neural-search:2.19.1.0:zip"
-PLUGINS = (
-    "org.opensearch.transport.Netty4Plugin,org.opensearch.painless.PainlessPlugin,"
-    "org.opensearch.analysis.common.CommonAnalysisPlugin,"
-    "org.opensearch.index.mapper.MapperExtrasPlugin,org.opensearch.knn.plugin.KNNPlugin,"
-    "org.opensearch.neuralsearch.plugin.NeuralSearch"
-)
+PLUGIN = "neural-search"  # devcluster.plugins.KNOWN: org.opensearch.plugin:neural-search:2.19.1.0
 
 
-def start_node(state: Path, port: int) -> subprocess.Popen[bytes]:
-    """A single node with k-NN + neural-search on `port`; plugin jars from Maven Central."""
-    jars = state / "neural-jars"
-    if not any(jars.glob("opensearch-neural-search-*.jar")):
-        dl = state / "download"
-        dl.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["mvn", "-B", "-q", "dependency:copy", f"-Dartifact={ARTIFACT}",
-             f"-DoutputDirectory={dl}"],
-            check=True,
-            stdout=sys.stderr,  # stdout carries only the report
-        )  # fmt: skip
-        jars.mkdir(exist_ok=True)
-        with zipfile.ZipFile(next(dl.glob("neural-search-*.zip"))) as z:
-            for name in z.namelist():
-                if name.endswith(".jar"):
-                    (jars / Path(name).name).write_bytes(z.read(name))
-    home = state / "node"
-    shutil.rmtree(home, ignore_errors=True)
-    (home / "config").mkdir(parents=True)
-    (home / "tmp").mkdir()
-    (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-    (home / "config" / "opensearch.yml").write_text(
-        f"cluster.name: bench-neural\nnode.name: nn1\nnetwork.host: 127.0.0.1\n"
-        f"http.port: {port}\ntransport.port: {port + 100}\ndiscovery.type: single-node\n"
-        "cluster.routing.allocation.disk.threshold_enabled: false\n"
-    )
-    cp = f"{provision().classpath}:{jars}/*"  # the devcluster's jars (provisioned if need be)
-    cmd = ["java", "-Xms768m", "-Xmx768m", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
-           "-Djava.awt.headless=true", "-Djna.nosys=true", "-Djava.locale.providers=SPI,COMPAT",
-           "-Dlog4j2.disable.jmx=true", f"-Djava.io.tmpdir={home / 'tmp'}",
-           f"-Dosnode.plugins={PLUGINS}", "-cp", cp, "OsNode", str(home)]  # fmt: skip
-    log = open(state / "node.out", "wb")  # noqa: SIM115 - lives as long as the node
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    client = OpenSearch(f"http://127.0.0.1:{port}")
-    for _ in range(300):
-        if proc.poll() is not None:
-            raise RuntimeError(f"node exited {proc.returncode}; see {state / 'node.out'}")
-        try:
-            client.cluster.health(wait_for_status="yellow", request_timeout=5)
-            return proc
-        except Exception:
-            time.sleep(1)
-    raise RuntimeError("node did not answer within 300 s")
+def start_node(state: Path, port: int) -> devcluster.Cluster:
+    """A single node with k-NN + neural-search on `port` (devcluster; plugin from Maven Central)."""
+    return devcluster.up(nodes=1, http_port=port, heap="768m", state=state, plugins=[PLUGIN])
 
 
 def ensure_corpus(url: str, alias: str, limit: int | None) -> OpenSearchBackend:
@@ -111,21 +58,26 @@ def ensure_corpus(url: str, alias: str, limit: int | None) -> OpenSearchBackend:
             out = backend.upsert([(it, vecs[s + n]) for n, it in enumerate(items[s : s + 500])])
             assert not out.rejected, out.rejected
         backend.refresh()
-    backend.client.transport.perform_request(
+    put_rrf_pipeline(backend.client)
+    return backend
+
+
+def put_rrf_pipeline(client: OpenSearch, name: str = PIPELINE, rank_constant: int = 60) -> None:
+    """The search pipeline that fuses a `hybrid` query's sub-queries by RRF, as Suli's k does."""
+    client.transport.perform_request(
         "PUT",
-        f"/_search/pipeline/{PIPELINE}",
+        f"/_search/pipeline/{name}",
         body={
             "description": "RRF over hybrid sub-queries (bench)",
             "phase_results_processors": [
                 {
                     "score-ranker-processor": {
-                        "combination": {"technique": "rrf", "rank_constant": 60}
+                        "combination": {"technique": "rrf", "rank_constant": rank_constant}
                     }
                 }
             ],
         },
     )
-    return backend
 
 
 def same_top10(q: str, native: list[tuple[str, float]], suli: list[tuple[str, float]]) -> None:
@@ -172,16 +124,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
 
-    proc = None
-    if args.start_node:
-        port = int(args.url.rsplit(":", 1)[1])
-        proc = start_node(Path(args.state), port)
+    if not args.start_node:
+        return run(args)
+    start_node(Path(args.state), int(args.url.rsplit(":", 1)[1]))
     try:
         return run(args)
     finally:
-        if proc is not None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(60)
+        devcluster.down(args.state)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

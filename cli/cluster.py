@@ -13,6 +13,7 @@ import click
 
 import devcluster
 from devcluster import jdk as jdks
+from devcluster import plugins as extra_plugins
 
 
 class _EchoHandler(logging.Handler):
@@ -96,6 +97,13 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     help="JDK home (or its bin/java) for the nodes [default: $SULI_JAVA_HOME, $JAVA_HOME, "
     "else the newest JDK installed].",
 )
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    type=click.Choice(sorted(extra_plugins.KNOWN)),
+    help="Extra plugin to load beside k-NN (repeatable; fetched from Maven Central once).",
+)
 @click.pass_obj
 def up(
     state_dir: Path | None,
@@ -105,6 +113,7 @@ def up(
     heap: str | None,
     timeout: float,
     java: str | None,
+    plugins: tuple[str, ...],
 ) -> None:
     """Provision (first time only), start the nodes and wait until they are ready.
 
@@ -120,6 +129,7 @@ def up(
             timeout=timeout,
             state=state_dir,
             java=java,
+            plugins=plugins,
         )
     except devcluster.ClusterError as err:
         raise _Failure(str(err)) from err

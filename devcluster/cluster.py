@@ -7,11 +7,12 @@ import logging
 import shutil
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devcluster import plugins as extra_plugins
 from devcluster import process
 from devcluster.errors import ClusterError, PortInUseError, ProvisionError, StartupError
 from devcluster.http import describe_listener, get_json, port_free
@@ -108,7 +109,11 @@ class Cluster:
             (home / sub).mkdir(parents=True, exist_ok=True)
         (home / "config" / "opensearch.yml").write_text(opensearch_yml(self.spec, i, extra))
         (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        cmd = java_command(self.spec, home, layout.classpath, self.jdk())
+        plugin_dirs = [
+            extra_plugins.fetch(name, layout.root, layout.lib, layout.knn)  # cached after once
+            for name in self.spec.plugins
+        ]
+        cmd = java_command(self.spec, home, layout.classpath, self.jdk(), plugin_dirs)
         pid = process.spawn(cmd, home, self.log_path(i))
         (home / "pid").write_text(f"{pid}\n")
         log.info("started %s (pid %s) on %s", self.spec.names[i], pid, self.urls[i])
@@ -217,22 +222,29 @@ def up(
     state: str | Path | None = None,
     cache: str | Path | None = None,
     java: str | None = None,
+    plugins: Sequence[str] = (),
 ) -> Cluster:
     """Provision if needed, start the nodes and wait until the cluster is ready.
+
+    `plugins` names extra plugins to load beside k-NN (devcluster.plugins.KNOWN, e.g.
+    "neural-search"): fetched from Maven Central into the artifact cache once, and saved in
+    the cluster's spec so a node started again later loads them too.
 
     The nodes run on `java` (a JDK home or its bin/java), else $SULI_JAVA_HOME, else
     $JAVA_HOME, else the newest JDK installed (see devcluster.jdk): >= 21 turns on Lucene's
     SIMD vector code, 17 runs without it and says so.
 
     Transport ports default to http_port + 100. Starting the same cluster again is a no-op;
-    a different shape in the same state dir must be brought down first. Data is kept between
-    runs of the same shape and wiped when the shape changes.
+    a different shape or plugin set in the same state dir must be brought down first. Data is
+    kept between runs of the same shape and wiped when the shape (nodes, ports, heap) changes;
+    a changed plugin set alone keeps it.
     """
     spec = ClusterSpec(
         nodes=nodes,
         http_port=http_port,
         transport_port=transport_port if transport_port is not None else http_port + 100,
         heap=heap or default_heap(nodes),
+        plugins=tuple(plugins),
     )
     root = state_dir(state)
     jdk = choose(java)
@@ -241,9 +253,10 @@ def up(
     existing = load(root)
     if existing and existing.running():
         if existing.spec != spec:
+            plugs = ", ".join(existing.spec.plugins) or "no extra plugin"
             raise ClusterError(
                 f"{root} already runs a different cluster ({existing.spec.nodes} node(s) from "
-                f"port {existing.spec.http_port}); run `suli cluster down` first"
+                f"port {existing.spec.http_port}, {plugs}); run `suli cluster down` first"
             )
         log.info("already running: %s", ", ".join(existing.urls))
         if existing.jdk().home != jdk.home:
@@ -255,7 +268,7 @@ def up(
             existing.start(i)
         existing.wait_ready(timeout=timeout)
         return existing
-    if existing and existing.spec != spec:
+    if existing and existing.spec.without_plugins() != spec.without_plugins():
         log.info("cluster shape changed: wiping old node data in %s", root)
         _wipe(root)
     for port in spec.http_ports + spec.transport_ports:

@@ -106,11 +106,12 @@ def _run(cmd: list[str], what: str) -> None:
         raise ProvisionError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
 
 
-def _drop_duplicates(lib: Path, knn: Path) -> list[str]:
-    """Remove k-NN jars whose artifact lib/ already has (a flat classpath needs one copy)."""
-    have = {_VERSION_SUFFIX.sub("", p.name) for p in lib.glob("*.jar")}
+def drop_duplicates(target: Path, *have_dirs: Path) -> list[str]:
+    """Remove target's jars whose artifact a `have_dirs` folder already has (a flat classpath
+    needs one copy); returns the names dropped."""
+    have = {_VERSION_SUFFIX.sub("", p.name) for d in have_dirs for p in d.glob("*.jar")}
     dropped = []
-    for jar in sorted(knn.glob("*.jar")):
+    for jar in sorted(target.glob("*.jar")):
         if _VERSION_SUFFIX.sub("", jar.name) in have:
             jar.unlink()
             dropped.append(jar.name)
@@ -148,7 +149,7 @@ def _build(staging: Path) -> dict[str, object]:
         "mvn unpack-dependencies (k-NN zip)",
     )  # fmt: skip
     resolve_s = time.monotonic() - started
-    dropped = _drop_duplicates(lib, knn)
+    dropped = drop_duplicates(knn, lib)
     for name in dropped:
         log.info("dropped duplicate k-NN jar %s", name)
     log.info("compiling the launcher ...")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from devcluster import plugins as extra_plugins
 from devcluster.jdk import Jdk
 
 _HEAP = re.compile(r"^[1-9][0-9]*[mMgG]$")
@@ -57,15 +58,21 @@ def default_heap(nodes: int) -> str:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """Node count, first ports and heap; node i uses http_port + i and transport_port + i."""
+    """Node count, first ports, heap and extra plugins; node i uses http_port + i and
+    transport_port + i. `plugins` names extra plugins (devcluster.plugins.KNOWN) beside k-NN."""
 
     nodes: int = 1
     http_port: int = 9200
     transport_port: int = 9300
     heap: str = "1g"
     cluster_name: str = "suli-dev"
+    plugins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        # Sorted and unique: the same set is the same spec, whatever order it was asked in
+        # (and a list read back from cluster.json becomes a tuple again).
+        object.__setattr__(self, "plugins", tuple(sorted(set(self.plugins))))
+        extra_plugins.check(self.plugins)
         if self.nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {self.nodes}")
         if not _HEAP.match(self.heap):
@@ -96,6 +103,10 @@ class ClusterSpec:
     def urls(self) -> list[str]:
         """HTTP URL of each node."""
         return [f"http://127.0.0.1:{port}" for port in self.http_ports]
+
+    def without_plugins(self) -> ClusterSpec:
+        """The same nodes and ports with no extra plugin: what decides whether data is kept."""
+        return replace(self, plugins=())
 
     def to_json(self) -> str:
         """Serialise for the state dir."""
@@ -143,12 +154,25 @@ def _jdk_flags(jdk: Jdk) -> list[str]:
     return flags + jdk.jvm_flags()
 
 
-def java_command(spec: ClusterSpec, home: Path, classpath: str, jdk: Jdk) -> list[str]:
-    """The full `java ... OsNode <home>` command line for one node on `jdk`."""
+def java_command(
+    spec: ClusterSpec,
+    home: Path,
+    classpath: str,
+    jdk: Jdk,
+    plugin_dirs: Sequence[Path] = (),
+) -> list[str]:
+    """The full `java ... OsNode <home>` command line for one node on `jdk`.
+
+    With extra plugins in the spec, their jar folders (`plugin_dirs`) go after the server's on
+    the classpath and their classes join the launcher's default list in -Dosnode.plugins.
+    """
     cmd = [jdk.java, f"-Xms{spec.heap}", f"-Xmx{spec.heap}"]
     if spec.nodes > 1:
         # Three JVMs on a 2-core machine: fewer GC threads means less CPU fighting.
         cmd += ["-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1"]
     cmd += _SYSTEM_PROPS + _jdk_flags(jdk)
+    if spec.plugins:
+        cmd.append(f"-Dosnode.plugins={extra_plugins.plugin_classes(spec.plugins)}")
+        classpath = ":".join([classpath, *(f"{d}/*" for d in plugin_dirs)])
     cmd += [f"-Djava.io.tmpdir={home / 'tmp'}", "-cp", classpath, "OsNode", str(home)]
     return cmd

@@ -15,13 +15,17 @@ from pathlib import Path
 import pytest
 from opensearchpy import OpenSearch
 
+from suli.auth import create_token
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import build_embedder
 from suli.settings import Settings
+from suli.visibility import visibility_for
 
 # bench/ is not an installed package (it ships nothing): import it from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import devcluster
 from bench import (
+    concurrency,
     filtered_knn,
     indexing,
     indexing_scale,
@@ -30,7 +34,7 @@ from bench import (
     scale,
     scale_cluster,
 )
-from bench.nfcorpus import load_items
+from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from devcluster.http import free_port_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
@@ -120,13 +124,13 @@ def test_scale_reports_growth_per_backend(opensearch_url: str, tmp_path: Path) -
     assert all(g["p50_growth"] > 0 for g in report["growth"].values())
 
 
-def test_native_hybrid_starts_its_node_and_asserts_the_same_top10(tmp_path: Path) -> None:
-    """Fetches neural-search 2.19.1.0 from Maven Central, starts a node with it on a free port,
-    and compares OpenSearch's hybrid + RRF with Suli's fusion (the bench asserts the top 10)."""
-    port = free_port_pair()
+def test_native_hybrid_asserts_the_same_top10(neural_search_cluster: devcluster.Cluster) -> None:
+    """On a node started as `--start-node` starts it (neural-search 2.19.1.0 from Maven
+    Central), compares OpenSearch's hybrid + RRF with Suli's fusion (the bench asserts the
+    top 10)."""
     report = native_hybrid.main(
-        ["--start-node", "--url", f"http://127.0.0.1:{port}", "--state", str(tmp_path),
-         "--limit-docs", "60", "--queries", "4", "--rounds", "1"]
+        ["--url", neural_search_cluster.url, "--limit-docs", "60", "--queries", "4",
+         "--rounds", "1"]
     )  # fmt: skip
     assert report["docs"] == 60
     assert report["mean_top10_overlap"] > 0.9  # equal but for ties at the 10th place
@@ -189,3 +193,39 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert res["docs"] == n and res["store_total_mb"] > 0
     assert all(nd["heap_used_mb"] > 0 for nd in res["nodes"].values())
     assert "skipped" in rows["growth"]  # one size: nothing to grow from
+
+
+def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
+    neural_search_cluster: devcluster.Cluster,
+) -> None:
+    """`suli serve` in its own process and the native hybrid query, 1 then 2 closed-loop
+    clients for 2 s each: every field present and sane, no error on either side."""
+    url, alias = neural_search_cluster.url, "bench-hybrid"
+    backend = native_hybrid.ensure_corpus(url, alias, 60)  # shared with the test above
+    backend.put_principals([overhead.PRINCIPAL])
+    token = create_token(backend, overhead.PRINCIPAL.id)
+    backend.refresh()
+    queries = list(load_queries(set(load_qrels("test"))).values())[:4]
+    vis = concurrency.visibility_of_token(url, alias, f"{alias}-acl", token)
+    assert vis == visibility_for(overhead.PRINCIPAL, backend.acls(WORKSPACE))
+    env = {"SULI_OPENSEARCH_URL": url, "SULI_INDEX_ALIAS": alias, "SULI_ACL_INDEX": f"{alias}-acl"}
+    with concurrency.suli_service(env) as suli_url:
+        report = concurrency.run_levels(
+            suli_url, token, url, alias, queries, overhead.query_vectors(queries), vis,
+            levels=(1, 2), seconds=2, warmup=0.3,
+        )  # fmt: skip
+    assert report["prime_errors"] == {"suli_http": {}, "native_hybrid": {}}
+    assert [row["clients"] for row in report["levels"]] == [1, 2]
+    for row in report["levels"]:
+        for side in ("suli_http", "native_hybrid"):
+            got = row[side]
+            assert (got["errors"], got["warmup_errors"], got["error_kinds"]) == (0, 0, {}), got
+            assert got["ok"] == got["requests"] > 0 and got["warmup_requests"] > 0, got
+            assert got["elapsed_s"] >= 2
+            assert got["qps"] == pytest.approx(got["ok"] / got["elapsed_s"], rel=0.01)
+            assert got["qps"] > 0
+            assert 0 < got["p50_ms"] <= got["p99_ms"]
+            assert got["client_cpu_s"] > 0 and got["client_cores"] > 0
+        assert row["qps_ratio_suli_over_native"] == round(
+            row["suli_http"]["qps"] / row["native_hybrid"]["qps"], 3
+        )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from click.testing import CliRunner
 
 import devcluster
 from cli.main import cli
-from devcluster import jdk, process
+from devcluster import jdk, plugins, process
 from devcluster.cluster import JDK_FILE, Cluster
 from devcluster.http import describe_listener, port_free
 from devcluster.spec import ClusterSpec, java_command, opensearch_yml
@@ -254,6 +255,14 @@ def no_system_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(empty))
 
 
+@pytest.fixture
+def no_mvn(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No `mvn` on PATH: a fetch that would download fails loudly instead."""
+    empty = tmp_path / "no-mvn-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
 @pytest.mark.usefixtures("no_system_java")
 def test_the_newest_jdk_is_chosen_and_turns_on_lucene_vector_code(tmp_path: Path) -> None:
     jvm = tmp_path / "jvm"
@@ -333,3 +342,62 @@ def test_a_node_started_again_runs_on_the_jdk_up_chose(tmp_path: Path) -> None:
     cluster = _cluster(tmp_path)
     (tmp_path / JDK_FILE).write_text(f"{chosen}\n")
     assert cluster.jdk().home == chosen.resolve()
+
+
+# ---- extra plugins (devcluster.plugins) -----------------------------------------------------
+
+
+def test_base_plugin_classes_match_the_launcher_defaults() -> None:
+    # -Dosnode.plugins replaces OsNode's default list: the Python copy must not drift from it.
+    source = (Path(devcluster.__file__).parent / "OsNode.java").read_text()
+    block = source.split("DEFAULT_PLUGINS = String.join(", 1)[1].split(");", 1)[0]
+    assert tuple(re.findall(r'"([\w.]+)"', block)) == plugins.BASE_PLUGIN_CLASSES
+
+
+def test_an_extra_plugin_joins_the_classpath_and_the_plugin_list(tmp_path: Path) -> None:
+    java21 = jdk.Jdk(Path("/jdk21"), "21.0.7")
+    spec = ClusterSpec(nodes=3, heap="768m", plugins=("neural-search",))
+    jars = tmp_path / "cache" / "plugins" / "neural-search"
+    cmd = java_command(spec, tmp_path, "/c/launcher:/c/lib/*:/c/knn/*", java21, [jars])
+    flag = next(f for f in cmd if f.startswith("-Dosnode.plugins="))
+    classes = flag.split("=", 1)[1].split(",")
+    assert classes[:-1] == list(plugins.BASE_PLUGIN_CLASSES)  # k-NN, reindex... all kept
+    assert classes[-1] == "org.opensearch.neuralsearch.plugin.NeuralSearch"
+    assert cmd[cmd.index("-cp") + 1] == f"/c/launcher:/c/lib/*:/c/knn/*:{jars}/*"
+    assert cmd.index(flag) < cmd.index("OsNode")  # a JVM flag, not a program argument
+    plain = java_command(ClusterSpec(), tmp_path, "cp", java21, [jars])
+    assert not [f for f in plain if f.startswith("-Dosnode.plugins")]  # launcher defaults
+    assert plain[plain.index("-cp") + 1] == "cp"
+
+
+def test_the_plugin_set_is_saved_with_the_spec_so_a_restart_keeps_it(tmp_path: Path) -> None:
+    spec = ClusterSpec(nodes=3, heap="768m", plugins=("neural-search", "neural-search"))
+    assert spec.plugins == ("neural-search",)
+    path = tmp_path / "cluster.json"
+    path.write_text(spec.to_json())
+    assert ClusterSpec.load(path) == spec
+    assert spec.without_plugins() == ClusterSpec(nodes=3, heap="768m")
+    path.write_text(json.dumps({"nodes": 1}))  # a spec saved before plugins existed
+    assert ClusterSpec.load(path) == ClusterSpec(nodes=1)
+    with pytest.raises(ValueError, match="unknown plugin 'sql'; known: neural-search"):
+        ClusterSpec(plugins=("sql",))
+
+
+def test_a_cached_plugin_is_not_fetched_again(tmp_path: Path, no_mvn: None) -> None:
+    jars = plugins.jar_dir(tmp_path, "neural-search")
+    jars.mkdir(parents=True)
+    marker = {"artifact": plugins.KNOWN["neural-search"].artifact}
+    (jars / plugins.MARKER).write_text(json.dumps(marker))
+    assert plugins.fetch("neural-search", tmp_path) == jars  # no mvn on PATH: from the cache
+    (jars / plugins.MARKER).write_text(json.dumps({"artifact": "x:y:0:zip"}))  # another version
+    with pytest.raises(devcluster.ProvisionError, match="`mvn` not found"):
+        plugins.fetch("neural-search", tmp_path)
+
+
+def test_an_unknown_plugin_option_is_refused_with_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["cluster", "--state-dir", str(tmp_path), "up", "--plugin", "sql"]
+    )
+    assert result.exit_code == 2
+    assert "--plugin" in result.output and "neural-search" in result.output
+    assert not list(tmp_path.iterdir())
