@@ -35,7 +35,6 @@ from bench import (
     scale_cluster,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
-from devcluster.http import free_port_pair
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
