@@ -40,8 +40,8 @@ except when the cluster or the load fails):
   principal of bench.clustered.LEVELS may see (30 / 10 / 1 / 0.1 %); mean and minimum.
 - resources: heap used/max and RSS per node, store size of the index (primaries, total) and
   bytes per million items.
-- concurrency: NOT in the default phases: calls bench.concurrency.run_levels once that module
-  is merged; until then it fails with "not merged yet" (no results are made up).
+- concurrency: NOT in the default phases (needs `--plugins neural-search` on the nodes):
+  bench.concurrency.run_levels against `suli serve` and the native hybrid query.
 - growth: p50/p99 growth from the smallest to the largest size in `--out` (latency and
   writes phases of this kind), per side, and a projection to 10M items (latency on the power
   law through those sizes, load hours at the largest load's rate, disk at its bytes per item).
@@ -659,20 +659,28 @@ class SizeRun:
             "total_bytes_per_million_items": int(total / self.n * 1e6),
         }  # fmt: skip
 
-    # ---- concurrency (bench.concurrency, from another branch)
+    # ---- concurrency (bench.concurrency)
 
     def concurrency(self) -> dict[str, Any]:
-        try:
-            from bench import concurrency  # type: ignore[attr-defined]
-        except ImportError as e:
-            raise RuntimeError("bench.concurrency is not merged yet: no concurrency results") from e
+        """Closed-loop clients against `suli serve` (its own process: no GIL shared with the
+        clients) and against OpenSearch's native hybrid query over the same index; the nodes
+        need the neural-search plugin (`--plugins neural-search` with the cluster phase)."""
+        from bench import concurrency
+
         self.require_loaded()
-        http, headers = self.http
+        _, headers = self.http  # creates the principal's token
+        token = headers["Authorization"].split()[1]
         texts, vecs = self.query_set
-        return dict(concurrency.run_levels(
-            str(http.base_url), headers["Authorization"].split()[1], self.url, self.alias,
-            texts, vecs, levels=tuple(self.args.levels), seconds=self.args.concurrency_seconds,
-        ))  # fmt: skip
+        vis = visibility_for(self.principal, self.backend.acls(WORKSPACE))
+        env = {"SULI_OPENSEARCH_URL": self.url, "SULI_INDEX_ALIAS": self.alias,
+               "SULI_ACL_INDEX": self.settings.acl_index,
+               "SULI_MEANING_FLOOR": str(self.settings.meaning_floor)}  # fmt: skip
+        with concurrency.suli_service(env, workers=self.args.serve_workers) as suli_url:
+            return dict(concurrency.run_levels(
+                suli_url, token, self.url.split(","), self.alias, texts, vecs, vis,
+                levels=tuple(self.args.levels), seconds=self.args.concurrency_seconds,
+                depth=self.settings.candidate_depth,
+            ))  # fmt: skip
 
 
 # ---- cluster and growth --------------------------------------------------------------------
@@ -863,6 +871,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument("--write-warmup", type=float, default=3.0, help="seconds before timing")
     g.add_argument("--chunk", type=int, default=50_000, help="rows per exact-search chunk")
     g.add_argument("--levels", type=int, nargs="+", default=[1, 4, 16, 32])
+    g.add_argument(
+        "--serve-workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="`suli serve --workers` for the concurrency phase (default: one per core)",
+    )
     g.add_argument("--concurrency-seconds", type=float, default=30)
     args = ap.parse_args(argv)
     if args.write_rate < 1:
