@@ -201,8 +201,9 @@ class OpenSearchBackend:
         self._acl_fields_current()
         self._rekey_acls()
         # Principals written before visibility documents existed (or by an older Suli) get
-        # theirs; documents already current are left alone.
+        # theirs, documents of principals gone are deleted; current ones are left alone.
         ids = [s["principal_id"] for s in self._all("principal")]
+        ids += [s["principal_id"] for s in self._all(visdocs.DOC_TYPE)]
         self._refresh_visibility(ids, only_changed=True)
 
     def _acl_fields_current(self) -> None:

@@ -150,6 +150,9 @@ def test_writes_behind_the_documents_back_apply_at_once(
     ids, sent = seen_as(world, principal("prn_g", "grp_x"))
     assert sent == ["POST _msearch", "POST _search", "POST _msearch"]  # document not used
     assert ids == {"itm_w"}  # brd_b's ACL does not name grp_x
+    b.ensure_ready()  # start-up: the gone principal's document goes too
+    assert not os_client.exists(index=b.acl_index, id=doc_id("prn_g"))
+    assert seen(world, "prn_a") == ({"itm_w"}, ["POST _msearch"])  # rebuilt from the hand edit
 
 
 def _acl_doc(board: str, members: list[str]) -> dict[str, Any]:
