@@ -326,7 +326,8 @@ class OpenSearchBackend:
         if query.vis.stored is not None:
             vis = visdocs.resolved(query.vis, responses.pop(0))
             if vis is None:  # no current document: these legs may not be used; as before
-                return self.search(replace(query, vis=self._from_acls(query.vis)))
+                vis = self._from_acls(query.vis)
+                return replace(self.search(replace(query, vis=vis)), vis=vis)
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
             # restarts and its shard copies move, is asked once more before it is reported.
