@@ -90,8 +90,9 @@ def seen(w: World, pid: str, **params: Any) -> tuple[set[str], list[str]]:
     """The ids `pid` finds for "quokka" (hybrid) and the requests that search sent."""
     who = w.who(pid)  # read before counting: the caller holds its principal
     with counting(backend(w)) as sent:
-        ids = {r.id for r in w.searcher.search(who, _req(**params)).results}
-    return ids, sent
+        resp = w.searcher.search(who, _req(**params))
+    assert not resp.degraded  # both legs ran: the k-NN filter takes the lookup too
+    return {r.id for r in resp.results}, sent
 
 
 def _req(**params: Any) -> Any:
@@ -104,6 +105,9 @@ def test_core_search_and_browse_are_one_round_trip(world: World) -> None:
     ids, sent = seen(world, "prn_a")
     assert ids == {"itm_a", "itm_w"}
     assert sent == ["POST _msearch"]  # was: the ACL read, then the legs
+    wide = world.with_settings(meaning_floor=-1.0, meaning_margin=2.0)  # every visible item
+    ids, sent = seen(wide, "prn_a", mode="vector")  # filtered k-NN alone
+    assert ids == {"itm_a", "itm_w"} and sent == ["POST _msearch"]
     ids, sent = seen(world, "prn_a", query="")  # browse: no words
     assert ids == {"itm_a", "itm_w"}
     assert sent == ["POST _msearch"]
