@@ -200,8 +200,11 @@ class OpenSearchBackend:
                     raise
         self._acl_fields_current()
         self._rekey_acls()
-        # Principals written before visibility documents existed (or by an older Suli) get
-        # theirs, documents of principals gone are deleted; current ones are left alone.
+        self.build_visibility()
+
+    def build_visibility(self) -> None:
+        """Principals written before visibility documents existed (or by an older Suli) get
+        theirs, documents of principals gone are deleted; current ones are left alone."""
         ids = [s["principal_id"] for s in self._all("principal")]
         ids += [s["principal_id"] for s in self._all(visdocs.DOC_TYPE)]
         self._refresh_visibility(ids, only_changed=True)
