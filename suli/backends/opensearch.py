@@ -780,9 +780,11 @@ class OpenSearchBackend:
         the one the last state gives. `only_changed` (start-up's build) leaves current ones.
         """
         pending = list(dict.fromkeys(principal_ids))
-        for _ in range(VIS_ROUNDS):
+        for rounds in range(VIS_ROUNDS):
             if not pending:
                 return
+            if rounds:  # a conflict: let the racing writers finish before reading again
+                time.sleep(random.uniform(0, 0.02) * rounds)
             versions = self._mget([visdocs.doc_id(p) for p in pending])  # first: see above
             found = self._mget([visdocs.principal_doc_id(p) for p in pending])
             acls = self._acls_with_seq({d["_source"]["workspace"] for d in found.values()})

@@ -221,3 +221,47 @@ def test_concurrent_acl_and_principal_writes_leave_every_document_right(
         assert sent == ["POST _msearch"]  # the document is current, so it is used
         expected = {"itm_w"} | {i.id for i in ITEMS if i.board in want}
         assert ids == expected
+
+
+class _PausingWriter(OpenSearchBackend):
+    """A writer that stops once, after reading the ACLs for a recompute, until released: the
+    interleaving where another writer's newer state lands in between, made certain."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.read, self.go = threading.Event(), threading.Event()
+        self.failed: list[BaseException] = []
+
+    def put_acls_reporting(self, acls: Any) -> None:
+        try:
+            self.put_acls(acls)
+        except BaseException as e:  # reported by the test
+            self.failed.append(e)
+
+    def _acls_with_seq(self, workspaces: set[str]) -> Any:
+        got = super()._acls_with_seq(workspaces)
+        if not self.read.is_set():
+            self.read.set()
+            assert self.go.wait(30)
+        return got
+
+
+def test_a_writer_working_from_an_older_state_never_overwrites_a_newer_document(
+    world: World,
+) -> None:
+    """A grants brd_b to prn_a and reads the state; B revokes it and finishes; then A writes.
+    A's document (from the older state) must not land: its write conflicts and it works
+    again from the state now, so prn_a's next query does not see brd_b (in one round trip)."""
+    b = backend(world)
+    slow = _PausingWriter(b.settings, b.dimension, b.model)
+    writer = threading.Thread(target=slow.put_acls_reporting, args=([acl("brd_b", ["prn_a"])],))
+    writer.start()
+    assert slow.read.wait(30)
+    b.put_acls([acl("brd_b", [])])  # B: the newer state, written and done
+    slow.go.set()
+    writer.join(30)
+    assert not slow.failed and not writer.is_alive()  # A finished: it recomputed, not gave up
+    stored = b.client.get(index=b.acl_index, id=doc_id("prn_a"))["_source"]
+    assert stored["board"] == ["brd_a"]
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+    slow.close()
