@@ -1,4 +1,5 @@
-"""The backend protocol: ranked lists per leg and plain storage; no fusion or ACL logic inside."""
+"""The backend protocol: ranked lists per leg and plain storage; no fusion inside, and the one
+visibility rule is suli.visibility's (a backend may store its result, never its own rule)."""
 
 from __future__ import annotations
 
