@@ -165,6 +165,7 @@ def reindex(
             click.echo(line, err=True)
     with bar.progress:
         report = engine.run(plan)
+    backend.build_visibility()  # principals of before visibility documents get theirs
     _show({"plan": plan.to_json(), "report": report.to_json()}, as_json, _report_lines)
 
 

@@ -33,6 +33,11 @@ def acl_index(shards: int = 1, replicas: int = 0) -> dict[str, Any]:
     return body
 
 
+def acl_fields() -> dict[str, Any]:
+    """The ACL index's field mappings (an older index gains the missing ones in place)."""
+    return copy.deepcopy(_load("acl")["mappings"]["properties"])
+
+
 def mapping_version() -> int:
     return int(_load("items")["mappings"]["_meta"]["mapping_version"])
 

@@ -108,8 +108,13 @@ class Searcher:
         self, principal: Principal, acls: Sequence[BoardAcl] | None = None
     ) -> Visibility:
         """Built from the current ACLs on every request: membership changes apply at once.
-        `acls`: the workspace's ACLs when this request already read them (with its token)."""
+        `acls`: the workspace's ACLs when this request already read them (with its token).
+        Without them, a backend that can read the boards inside each request (from a document
+        every ACL and principal write keeps current) is left to: no round trip here."""
         if acls is None:
+            stored = self.backend.stored_visibility(principal)
+            if stored is not None:
+                return stored
             acls = self.backend.acls(principal.workspace)
         return visibility_for(principal, acls)
 
@@ -272,6 +277,8 @@ class Searcher:
         )
         legs = ph.run("search", lambda: self.backend.search(query))
         assert isinstance(legs, LegResults)
+        if legs.vis is not None:
+            vis = legs.vis  # the boards the engine read: the later reads use them as they are
         for leg, reason in legs.errors.items():
             degraded.append(Degraded(leg, reason))
         wanted = {"text"} if query.text is not None else set()

@@ -4,7 +4,9 @@ A principal sees an item iff the item is in the principal's workspace and
   - it is workspace-wide (no board, no uploader), or
   - it is on a board whose ACL lists the principal or one of its groups, or
   - it is a personal upload whose uploader is the principal.
-The spec is built per query from the current ACLs, so membership changes apply at once.
+The spec is built per query from the current ACLs, so membership changes apply at once; or
+(OpenSearch) the engine reads the boards inside the search request itself from the principal's
+visibility document, which every ACL and principal write brings up to date before it returns.
 """
 
 from __future__ import annotations
@@ -16,12 +18,25 @@ from suli.models import BoardAcl, Item, Principal
 
 
 @dataclass(frozen=True)
+class StoredBoards:
+    """Boards not read here: the engine reads them, inside the same request, from the
+    principal's visibility document `doc` in `index`, and uses them only if that document was
+    made for these `groups` from the ACLs as they are now (else the backend reads the ACLs)."""
+
+    index: str
+    doc: str
+    groups: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Visibility:
-    """What one principal may see right now."""
+    """What one principal may see right now: `boards`, or (`stored` set) the boards of the
+    principal's visibility document, read by the engine within the request."""
 
     workspace: str
     principal_id: str
     boards: frozenset[str]
+    stored: StoredBoards | None = None
 
 
 def visibility_for(principal: Principal, acls: Iterable[BoardAcl]) -> Visibility:
@@ -38,6 +53,8 @@ def visibility_for(principal: Principal, acls: Iterable[BoardAcl]) -> Visibility
 
 def can_see(vis: Visibility, item: Item) -> bool:
     """The rule in Python; backends render the same rule into their own query language."""
+    if vis.stored is not None:
+        raise ValueError("boards held by the engine: only that backend can apply them")
     if item.workspace != vis.workspace:
         return False
     if item.board:

@@ -1,4 +1,5 @@
-"""The backend protocol: ranked lists per leg and plain storage; no fusion or ACL logic inside."""
+"""The backend protocol: ranked lists per leg and plain storage; no fusion inside, and the one
+visibility rule is suli.visibility's (a backend may store its result, never its own rule)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,9 @@ class LegResults:
     # Exact count of the text leg's matches under the query's filters (all of them, not
     # just the `depth` returned); None when the backend could not count.
     text_total: int | None = None
+    # The boards the engine read for a query whose visibility was stored (explicit from here
+    # on: the request's later reads need not look them up again); None otherwise.
+    vis: Visibility | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,12 @@ class Backend(Protocol):
 
     dimension: int
     model: str  # the embedding model the store's vectors come from ("" when unknown)
+
+    def stored_visibility(self, principal: Principal) -> Visibility | None:
+        """`principal`'s visibility with its boards left to the engine, read inside each
+        request from a document the ACL and principal writes keep current (one round trip
+        less); None when this backend needs them worked out from `acls` (suli.visibility)."""
+        ...
 
     def search(self, query: LegQuery) -> LegResults: ...
 

@@ -489,6 +489,9 @@ class EmbeddedBackend:
 
     # ---- ACLs, principals, tokens -------------------------------------------------------
 
+    def stored_visibility(self, principal: Principal) -> Visibility | None:
+        return None  # SQLite is in-process: reading the ACLs costs no round trip
+
     def put_acls(self, acls: Sequence[BoardAcl]) -> None:
         with self._tx(write=True) as c:
             c.executemany(

@@ -7,7 +7,8 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -25,6 +26,7 @@ from tenacity import (
 import mappings
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
+from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
@@ -42,7 +44,7 @@ from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
-from suli.visibility import Visibility
+from suli.visibility import Visibility, visibility_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,6 +81,8 @@ KEYED_SINCE = 4
 # The shortest client timeout a read is sent with; a failed leg is asked again only when at
 # least this much of the request's time is left (a shorter ask could not be answered anyway).
 MIN_TIMEOUT_S = 0.05
+# Rounds of recomputing a visibility document that a concurrent writer changed meanwhile.
+VIS_ROUNDS = 20
 
 
 def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
@@ -194,7 +198,29 @@ class OpenSearchBackend:
             except opensearchpy.RequestError as e:  # created concurrently: fine
                 if "resource_already_exists" not in str(e):
                     raise
+        self._acl_fields_current()
         self._rekey_acls()
+        self.build_visibility()
+
+    def build_visibility(self) -> None:
+        """Principals written before visibility documents existed (or by an older Suli) get
+        theirs, documents of principals gone are deleted; current ones are left alone."""
+        ids = [s["principal_id"] for s in self._all("principal")]
+        ids += [s["principal_id"] for s in self._all(visdocs.DOC_TYPE)]
+        self._refresh_visibility(ids, only_changed=True)
+
+    def _acl_fields_current(self) -> None:
+        """An ACL index made by an older Suli gains the fields added since (in place)."""
+        got = _wrap(lambda: self.client.indices.get_mapping(index=self.acl_index), "acl mapping")
+        have = next(iter(got.values()))["mappings"].get("properties") or {}
+        missing = {k: v for k, v in mappings.acl_fields().items() if k not in have}
+        if missing:
+            _wrap(
+                lambda: self.client.indices.put_mapping(
+                    index=self.acl_index, body={"properties": missing}
+                ),
+                "acl mapping update",
+            )
 
     def _rekey_acls(self) -> None:
         """ACL documents of before per-workspace board keys (`acl:<board>`) move to
@@ -281,6 +307,8 @@ class OpenSearchBackend:
         if not legs:
             return LegResults()
         lines: list[dict[str, Any]] = []
+        if query.vis.stored is not None:  # the boards' check rides in the same request
+            lines += [{"index": self.acl_index}, visdocs.check_body(query.vis)]
         for _, body in legs:
             lines += [{"index": self.alias}, body]
         started = time.monotonic()
@@ -297,6 +325,12 @@ class OpenSearchBackend:
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
         responses = list(resp["responses"])
+        vis = None
+        if query.vis.stored is not None:
+            vis = visdocs.resolved(query.vis, responses.pop(0))
+            if vis is None:  # no current document: these legs may not be used; as before
+                vis = self._from_acls(query.vis)
+                return replace(self.search(replace(query, vis=vis)), vis=vis)
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
             # restarts and its shard copies move, is asked once more before it is reported.
@@ -350,7 +384,55 @@ class OpenSearchBackend:
         # (bench/term_stats.py: without this, 57-85 % of orders moved where scores moved 7 %).
         for hits in out.values():
             hits.sort(key=lambda h: (-h.score, h.id))
-        return LegResults(tuple(out["text"]), tuple(out["vector"]), errors, timings, text_total)
+        return LegResults(
+            tuple(out["text"]), tuple(out["vector"]), errors, timings, text_total, vis
+        )
+
+    def stored_visibility(self, principal: Principal) -> Visibility:
+        return visdocs.stored(self.acl_index, principal)
+
+    def _from_acls(self, vis: Visibility) -> Visibility:
+        """Today's path when a visibility document cannot be used: read the ACLs."""
+        assert vis.stored is not None
+        who = Principal(vis.principal_id, vis.workspace, groups=tuple(sorted(vis.stored.groups)))
+        log.info("visibility document of %s not current: reading the ACLs", vis.principal_id)
+        return visibility_for(who, self.acls(vis.workspace))
+
+    def _read(
+        self,
+        vis: Visibility,
+        make: Callable[[Visibility], dict[str, Any]],
+        what: str,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """One search of the items under `vis`; a stored visibility's check rides along in
+        the same `_msearch` (one round trip), and a failed check falls back to the ACLs."""
+        if vis.stored is None:
+            return self._search(make(vis), what, timeout_s=timeout_s)
+        params = self._params(timeout_s)
+        params.pop("timeout", None)
+        lines = [
+            {"index": self.acl_index},
+            visdocs.check_body(vis),
+            {"index": self.alias},
+            make(vis),
+        ]
+        check, got = _wrap(lambda: self.client.msearch(body=lines, params=params), what)[
+            "responses"
+        ]
+        if visdocs.resolved(vis, check) is None:
+            return self._search(make(self._from_acls(vis)), what, timeout_s=timeout_s)
+        if "error" in got:  # raised as the plain search would have raised it
+            err = got["error"]
+            kind = err.get("type", "error") if isinstance(err, dict) else str(err)
+            status = int(got.get("status") or 500)
+            cls = opensearchpy.exceptions.HTTP_EXCEPTIONS.get(status, opensearchpy.TransportError)
+
+            def fail() -> dict[str, Any]:
+                raise cls(status, kind, err)
+
+            return _wrap(fail, what)
+        return dict(got)
 
     def _search(
         self,
@@ -374,8 +456,11 @@ class OpenSearchBackend:
         regex: str | None = None,
     ) -> tuple[list[Item], int]:
         try:
-            r = self._search(
-                bodies.browse_body(vis, filters, limit, regex), "browse", timeout_s=timeout_s
+            r = self._read(
+                vis,
+                lambda v: bodies.browse_body(v, filters, limit, regex),
+                "browse",
+                timeout_s=timeout_s,
             )
         except opensearchpy.RequestError as e:
             if regex:  # the only user-made part of a browse body that OpenSearch can refuse
@@ -389,14 +474,16 @@ class OpenSearchBackend:
     def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
         if not ids:
             return {}
-        r = self._search(bodies.ids_body(vis, list(dict.fromkeys(ids))), "get")
+        wanted = list(dict.fromkeys(ids))
+        r = self._read(vis, lambda v: bodies.ids_body(v, wanted), "get")
         return {h["_source"]["id"]: bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
             return {}
-        r = self._search(
-            bodies.ids_body(vis, list(dict.fromkeys(ids)), source=["id", "vector"]), "vectors"
+        wanted = list(dict.fromkeys(ids))
+        r = self._read(
+            vis, lambda v: bodies.ids_body(v, wanted, source=["id", "vector"]), "vectors"
         )
         return {h["_source"]["id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
 
@@ -408,8 +495,9 @@ class OpenSearchBackend:
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
-        body = bodies.facets_body(vis, filters, match, cap)
-        r = self._search(body, "facets", timeout_s=timeout_s)
+        r = self._read(
+            vis, lambda v: bodies.facets_body(v, filters, match, cap), "facets", timeout_s
+        )
         values: dict[str, list[tuple[str, int]]] = {}
         more: dict[str, bool] = {}
         for name, agg in (r.get("aggregations") or {}).items():
@@ -418,7 +506,7 @@ class OpenSearchBackend:
         return Facets(total=int(r["hits"]["total"]["value"]), values=values, more=more)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
-        r = self._search(bodies.referencing_body(vis, item_id, limit), "related")
+        r = self._read(vis, lambda v: bodies.referencing_body(v, item_id, limit), "related")
         return [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
 
     def count(self) -> int:
@@ -619,6 +707,8 @@ class OpenSearchBackend:
         return f"acl:{keys.key(workspace, board)}"
 
     def put_acls(self, acls: Sequence[BoardAcl]) -> None:
+        """Write the ACLs, then bring their workspaces' visibility documents up to date: the
+        call returns (is acknowledged) only once both are searchable."""
         for a in acls:
             self._put(
                 self._acl_id(a.workspace, a.board),
@@ -630,6 +720,110 @@ class OpenSearchBackend:
                     "members": list(a.members),
                     "groups": list(a.groups),
                 },
+            )
+        if acls:
+            self._refresh_visibility(self._principal_ids({a.workspace for a in acls}))
+
+    def _principal_ids(self, workspaces: Iterable[str]) -> list[str]:
+        body = {
+            "size": 10_000,
+            "_source": ["principal_id"],
+            "query": {
+                "bool": {
+                    "filter": [
+                        {"term": {"doc_type": "principal"}},
+                        {"terms": {"workspace": sorted(workspaces)}},
+                    ]
+                }
+            },
+        }
+        hits = self._search(body, "principal read", index=self.acl_index)["hits"]["hits"]
+        return [h["_source"]["principal_id"] for h in hits]
+
+    def _mget(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The ACL-index documents among ids that exist (realtime: every acknowledged write)."""
+        got = _wrap(
+            lambda: self.client.mget(index=self.acl_index, body={"ids": list(ids)}), "acl read"
+        )
+        return {d["_id"]: d for d in got["docs"] if d.get("found")}
+
+    def _acls_with_seq(self, workspaces: set[str]) -> dict[str, list[tuple[BoardAcl, int]]]:
+        out: dict[str, list[tuple[BoardAcl, int]]] = {w: [] for w in workspaces}
+        if not workspaces:
+            return out
+        body = {
+            "size": 10_000,
+            "seq_no_primary_term": True,
+            "query": {
+                "bool": {
+                    "filter": [
+                        {"term": {"doc_type": "acl"}},
+                        {"terms": {"workspace": sorted(workspaces)}},
+                    ]
+                }
+            },
+        }
+        for h in self._search(body, "acl read", index=self.acl_index)["hits"]["hits"]:
+            acl = _acl(h["_source"])
+            out[acl.workspace].append((acl, int(h["_seq_no"])))
+        return out
+
+    def _refresh_visibility(
+        self, principal_ids: Iterable[str], *, only_changed: bool = False
+    ) -> None:
+        """Rewrite these principals' visibility documents from the principal and ACLs now.
+
+        Each document is written only over the version read *before* that state
+        (`if_seq_no`; `create` when there was none): a writer working from an older state
+        than another's can never overwrite the newer document, its write conflicts and it
+        works again from the state now. So once every writer has returned, each document is
+        the one the last state gives. `only_changed` (start-up's build) leaves current ones.
+        """
+        pending = list(dict.fromkeys(principal_ids))
+        for rounds in range(VIS_ROUNDS):
+            if not pending:
+                return
+            if rounds:  # a conflict: let the racing writers finish before reading again
+                time.sleep(random.uniform(0, 0.02) * rounds)
+            versions = self._mget([visdocs.doc_id(p) for p in pending])  # first: see above
+            found = self._mget([visdocs.principal_doc_id(p) for p in pending])
+            acls = self._acls_with_seq({d["_source"]["workspace"] for d in found.values()})
+            lines: list[dict[str, Any]] = []
+            for pid in pending:
+                vid = visdocs.doc_id(pid)
+                old = versions.get(vid)
+                cond = (
+                    {"if_seq_no": old["_seq_no"], "if_primary_term": old["_primary_term"]}
+                    if old
+                    else {}
+                )
+                got = found.get(visdocs.principal_doc_id(pid))
+                if got is None:  # no such principal (any more): no document either
+                    if old:
+                        lines.append({"delete": {"_id": vid, **cond}})
+                    continue
+                who = _principal(got["_source"])
+                doc = visdocs.build(who, int(got["_seq_no"]), acls.get(who.workspace, []))
+                if only_changed and old and old["_source"] == doc:
+                    continue
+                lines += [{"index": {"_id": vid, **cond}} if old else {"create": {"_id": vid}}, doc]
+            if not lines:
+                return
+            send = functools.partial(
+                self.write_client.bulk, body=lines, index=self.acl_index, refresh=True
+            )
+            resp = _wrap(send, "visibility write")
+            pending = []
+            for entry in resp["items"]:
+                op = next(iter(entry.values()))
+                status = int(op.get("status") or 500)
+                if status == 409:  # written meanwhile: work it out again from the state now
+                    pending.append(op["_id"].removeprefix("vis:"))
+                elif status >= 300 and not (status == 404 and "delete" in entry):
+                    raise BackendUnavailable(f"visibility write failed: {op.get('error')}")
+        if pending:
+            raise BackendUnavailable(
+                "visibility documents kept changing under concurrent writes; write again"
             )
 
     def acls(self, workspace: str) -> list[BoardAcl]:
@@ -661,6 +855,7 @@ class OpenSearchBackend:
     def put_principals(self, principals: Sequence[Principal]) -> None:
         for p in principals:
             self._put(f"principal:{p.id}", self._principal_doc(p))
+        self._refresh_visibility(p.id for p in principals)
 
     def claim_principal(self, principal: Principal) -> bool:
         """Create (`op_type=create`) or replace only the version just read (`if_seq_no`):
@@ -687,9 +882,10 @@ class OpenSearchBackend:
                     ),
                     "principal write",
                 )
-                return True
             except opensearchpy.ConflictError:
                 continue  # written meanwhile: read the new owner and decide again
+            self._refresh_visibility([principal.id])
+            return True
 
     def _get(self, doc_id: str) -> dict[str, Any] | None:
         params = self._params()

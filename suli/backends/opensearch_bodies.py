@@ -85,7 +85,12 @@ def visibility_clause(vis: Visibility) -> dict[str, Any]:
             }
         },
     ]
-    if vis.boards:
+    if vis.stored is not None:
+        # A terms lookup: the engine reads the boards from the principal's visibility
+        # document (a realtime get) inside this same request.
+        lookup = {"index": vis.stored.index, "id": vis.stored.doc, "path": "board"}
+        should.insert(1, {"terms": {"board": lookup}})
+    elif vis.boards:
         should.insert(1, {"terms": {"board": sorted(vis.boards)}})
     return {
         "bool": {

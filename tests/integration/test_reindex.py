@@ -118,8 +118,12 @@ def test_dry_run_changes_nothing_and_server_copy_swaps(world: World) -> None:
     plan = json.loads(out)["plan"]
     assert (plan["method"], plan["re_embed"], plan["docs"]) == ("server", False, N)
     assert [p.name for p in physical_indices(client, world.settings.index_alias)] == before
+    # A principal of before visibility documents (issue 11.4): the reindex builds its document.
+    acl_index, vis = world.settings.acl_index, "vis:" + sample.build(N).principals[0].id
+    client.delete(index=acl_index, id=vis, refresh=True)
     code, out, err = _suli(world, "reindex", "--json")
     assert code == 0, err
+    assert client.exists(index=acl_index, id=vis)
     report = json.loads(out)["report"]
     assert report["copied"] == N and report["verification"]["problems"] == []
     assert live_index(client, world.settings.index_alias) == report["target"]

@@ -1,0 +1,267 @@
+"""Issue 11.4 on the real node: a core search is one `_msearch`, visibility still current.
+
+Every request reaching OpenSearch is counted at the connection (a wrapper of each pooled
+connection's `perform_request`): nothing stands in for the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+
+from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch_vis import doc_id
+from suli.models import Principal
+from suli.settings import Settings
+from suli.visibility import visibility_for
+
+from .helpers import WS, KeyedEmbedder, World, acl, item, principal
+
+pytestmark = pytest.mark.integration
+
+ITEMS = [
+    item("itm_a", "Quokka runbook", board="brd_a"),
+    item("itm_b", "Quokka budget", board="brd_b"),
+    item("itm_w", "Quokka welcome"),
+]
+
+
+@contextmanager
+def counting(backend: OpenSearchBackend) -> Iterator[list[str]]:
+    """The requests the backend's read client sends while inside (method and endpoint)."""
+    sent: list[str] = []
+    conns = list(backend.client.transport.connection_pool.connections)
+    for conn in conns:
+        real = conn.perform_request
+
+        def counted(method: str, url: str, *a: Any, _real: Any = real, **kw: Any) -> Any:
+            sent.append(f"{method} {url.split('?')[0].rsplit('/', 1)[-1]}")
+            return _real(method, url, *a, **kw)
+
+        conn.perform_request = counted  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        for conn in conns:
+            del conn.perform_request  # the class's method again
+
+
+@pytest.fixture
+def make_world(opensearch_url: str, make_index_name: Callable[[], str]) -> Iterator[Any]:
+    made: list[OpenSearchBackend] = []
+
+    def make(name: str | None = None) -> World:
+        name = name or make_index_name()
+        settings = Settings(
+            opensearch_url=opensearch_url,
+            index_alias=name,
+            acl_index=f"{name}-acl",
+            embedder="fake",
+        )
+        emb = KeyedEmbedder()
+        backend = OpenSearchBackend(settings, emb.dimension, emb.name)
+        made.append(backend)
+        backend.ensure_ready()
+        return World(backend, emb, settings, backend.refresh)
+
+    yield make
+    for b in made:
+        b.close()
+
+
+@pytest.fixture
+def world(make_world: Callable[..., World]) -> World:
+    w = make_world()
+    w.load(ITEMS, [principal("prn_a"), principal("prn_g", "grp_x")], [acl("brd_a", ["prn_a"])])
+    return w
+
+
+def backend(w: World) -> OpenSearchBackend:
+    assert isinstance(w.backend, OpenSearchBackend)
+    return w.backend
+
+
+def seen(w: World, pid: str, **params: Any) -> tuple[set[str], list[str]]:
+    """The ids `pid` finds for "quokka" (hybrid) and the requests that search sent."""
+    who = w.who(pid)  # read before counting: the caller holds its principal
+    with counting(backend(w)) as sent:
+        resp = w.searcher.search(who, _req(**params))
+    assert not resp.degraded  # both legs ran: the k-NN filter takes the lookup too
+    return {r.id for r in resp.results}, sent
+
+
+def _req(**params: Any) -> Any:
+    from suli.validate import search_request
+
+    return search_request(params.pop("query", "quokka"), **params)
+
+
+def test_core_search_and_browse_are_one_round_trip(world: World) -> None:
+    ids, sent = seen(world, "prn_a")
+    assert ids == {"itm_a", "itm_w"}
+    assert sent == ["POST _msearch"]  # was: the ACL read, then the legs
+    wide = world.with_settings(meaning_floor=-1.0, meaning_margin=2.0)  # every visible item
+    ids, sent = seen(wide, "prn_a", mode="vector")  # filtered k-NN alone
+    assert ids == {"itm_a", "itm_w"} and sent == ["POST _msearch"]
+    ids, sent = seen(world, "prn_a", query="")  # browse: no words
+    assert ids == {"itm_a", "itm_w"}
+    assert sent == ["POST _msearch"]
+
+
+def test_each_kind_of_write_applies_to_the_very_next_query(world: World) -> None:
+    b = backend(world)
+    b.put_acls([acl("brd_b", ["prn_a"])])  # ACL add
+    assert seen(world, "prn_a") == ({"itm_a", "itm_b", "itm_w"}, ["POST _msearch"])
+    b.put_acls([acl("brd_b", [], ["grp_x"])])  # ACL remove (and a group grant)
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_g")[0] == {"itm_b", "itm_w"}
+    b.put_principals([principal("prn_g")])  # group change: out of grp_x
+    assert seen(world, "prn_g") == ({"itm_w"}, ["POST _msearch"])
+    assert b.claim_principal(principal("prn_g", "grp_x"))  # the HTTP write path: back in
+    assert seen(world, "prn_g") == ({"itm_b", "itm_w"}, ["POST _msearch"])
+    b.put_principals([principal("prn_g", workspace="ws_elsewhere")])  # moved away
+    held = principal("prn_g", "grp_x")  # a caller still holding the principal as it was
+    ids, sent = seen_as(world, held)
+    assert ids == {"itm_b", "itm_w"}  # the held principal's own rule, as before this change
+    # Its document (of another workspace now) is not used: the ACLs are read, as before.
+    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]
+
+
+def seen_as(w: World, who: Principal) -> tuple[set[str], list[str]]:
+    with counting(backend(w)) as sent:
+        ids = {r.id for r in w.searcher.search(who, _req()).results}
+    return ids, sent
+
+
+def test_writes_behind_the_documents_back_apply_at_once(
+    world: World, os_client: OpenSearch
+) -> None:
+    """An ACL or principal changed without its visibility document (an older Suli, a hand
+    edit, a writer that died half-way) never shows the old boards: the check sees the state
+    moved and the search reads the ACLs as before."""
+    b = backend(world)
+    revoked = {**_acl_doc("brd_a", []), "name": "revoked by hand"}
+    os_client.index(index=b.acl_index, id="acl:ws_main/brd_a", body=revoked, refresh=True)
+    ids, sent = seen(world, "prn_a")
+    assert ids == {"itm_w"}
+    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]  # ACLs read, as before
+    os_client.delete(index=b.acl_index, id="principal:prn_g", refresh=True)  # principal gone
+    ids, sent = seen_as(world, principal("prn_g", "grp_x"))
+    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]  # document not used
+    assert ids == {"itm_w"}  # brd_b's ACL does not name grp_x
+    b.ensure_ready()  # start-up: the gone principal's document goes too
+    assert not os_client.exists(index=b.acl_index, id=doc_id("prn_g"))
+    assert seen(world, "prn_a") == ({"itm_w"}, ["POST _msearch"])  # rebuilt from the hand edit
+
+
+def _acl_doc(board: str, members: list[str]) -> dict[str, Any]:
+    return {
+        "doc_type": "acl",
+        "board": board,
+        "workspace": WS,
+        "name": board,
+        "members": members,
+        "groups": [],
+    }
+
+
+def test_missing_document_falls_back_and_start_up_builds_it(
+    world: World, os_client: OpenSearch
+) -> None:
+    b = backend(world)
+    os_client.delete(index=b.acl_index, id=doc_id("prn_a"), refresh=True)
+    ids, sent = seen(world, "prn_a")
+    assert ids == {"itm_a", "itm_w"}  # neither everything nor nothing: the ACLs, as before
+    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]
+    b.ensure_ready()  # what every start (and `suli reindex`) runs: builds missing documents
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+
+
+def test_concurrent_acl_and_principal_writes_leave_every_document_right(
+    world: World, make_world: Callable[..., World]
+) -> None:
+    """Writers on their own clients race over the same boards and principals; afterwards
+    each principal's document is the one the final ACLs give (and is used: one round trip)."""
+    name = world.settings.index_alias
+    writers = [backend(make_world(name)) for _ in range(6)]
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            for k in range(4):
+                w = writers[n]
+                if n % 3 == 2:
+                    w.put_principals([principal("prn_g", *(["grp_x"] if k % 2 else []))])
+                else:
+                    members = ["prn_a"] if (n + k) % 2 else []
+                    w.put_acls([acl(f"brd_{'ab'[n % 2]}", members, ["grp_x"])])
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(writers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    b = backend(world)
+    acls = b.acls(WS)
+    for pid in ("prn_a", "prn_g"):
+        who = b.principal(pid)
+        assert who is not None
+        want = visibility_for(who, acls).boards
+        stored = b.client.get(index=b.acl_index, id=doc_id(pid))["_source"]
+        assert set(stored["board"]) == want
+        ids, sent = seen(world, pid)
+        assert sent == ["POST _msearch"]  # the document is current, so it is used
+        expected = {"itm_w"} | {i.id for i in ITEMS if i.board in want}
+        assert ids == expected
+
+
+class _PausingWriter(OpenSearchBackend):
+    """A writer that stops once, after reading the ACLs for a recompute, until released: the
+    interleaving where another writer's newer state lands in between, made certain."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.read, self.go = threading.Event(), threading.Event()
+        self.failed: list[BaseException] = []
+
+    def put_acls_reporting(self, acls: Any) -> None:
+        try:
+            self.put_acls(acls)
+        except BaseException as e:  # reported by the test
+            self.failed.append(e)
+
+    def _acls_with_seq(self, workspaces: set[str]) -> Any:
+        got = super()._acls_with_seq(workspaces)
+        if not self.read.is_set():
+            self.read.set()
+            assert self.go.wait(30)
+        return got
+
+
+def test_a_writer_working_from_an_older_state_never_overwrites_a_newer_document(
+    world: World,
+) -> None:
+    """A grants brd_b to prn_a and reads the state; B revokes it and finishes; then A writes.
+    A's document (from the older state) must not land: its write conflicts and it works
+    again from the state now, so prn_a's next query does not see brd_b (in one round trip)."""
+    b = backend(world)
+    slow = _PausingWriter(b.settings, b.dimension, b.model)
+    writer = threading.Thread(target=slow.put_acls_reporting, args=([acl("brd_b", ["prn_a"])],))
+    writer.start()
+    assert slow.read.wait(30)
+    b.put_acls([acl("brd_b", [])])  # B: the newer state, written and done
+    slow.go.set()
+    writer.join(30)
+    assert not slow.failed and not writer.is_alive()  # A finished: it recomputed, not gave up
+    stored = b.client.get(index=b.acl_index, id=doc_id("prn_a"))["_source"]
+    assert stored["board"] == ["brd_a"]
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+    slow.close()

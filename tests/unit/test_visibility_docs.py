@@ -1,0 +1,59 @@
+"""The visibility document's pure parts: the lookup clause and when a stored document is used."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from suli.backends import opensearch_vis as vd
+from suli.backends.opensearch_bodies import visibility_clause
+from suli.models import BoardAcl, Principal
+from suli.visibility import Visibility, can_see
+
+pytestmark = pytest.mark.unit
+
+ANA = Principal("prn_ana", "ws", groups=("grp_eng",))
+ACLS = [(BoardAcl("brd_a", "ws", "A", ("prn_ana",)), 7), (BoardAcl("brd_e", "ws", "E", (), ("grp_eng",)), 9), (BoardAcl("brd_x", "ws", "X"), 11)]  # fmt: skip
+VIS = vd.stored("acl-idx", ANA)
+
+
+def check(doc: dict[str, Any] | None, count: int = 4, seq_sum: int = 3 + 7 + 9 + 11) -> Any:
+    """A check response: the document (if any) and the state's stamp now."""
+    hits = [{"_id": vd.doc_id("prn_ana"), "_source": doc}] if doc else []
+    state = {"doc_count": count, "seq": {"value": float(seq_sum)}}
+    return {"hits": {"hits": hits}, "aggregations": {"all": {"state": state}}}
+
+
+def test_built_document_is_used_while_the_state_is_the_one_it_came_from() -> None:
+    doc = vd.build(ANA, 3, ACLS)
+    assert doc["board"] == ["brd_a", "brd_e"] and (doc["seen_count"], doc["seen_seq_sum"]) == (
+        4,
+        30,
+    )
+    got = vd.resolved(VIS, check(doc))
+    assert got == Visibility("ws", "prn_ana", frozenset({"brd_a", "brd_e"}))
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        check(None),  # missing: an older index or a principal of before
+        check(vd.build(ANA, 3, ACLS), count=3),  # an ACL deleted since
+        check(vd.build(ANA, 3, ACLS), seq_sum=31),  # an ACL or the principal written since
+        check({**vd.build(ANA, 3, ACLS), "workspace": "ws_other"}),
+        check({**vd.build(ANA, 3, ACLS), "groups": []}),  # made for other groups
+        {"error": {"type": "index_not_found_exception"}, "status": 404},
+    ],
+)
+def test_any_other_document_or_a_failed_check_is_not_used(response: Any) -> None:
+    assert vd.resolved(VIS, response) is None  # the backend reads the ACLs instead
+
+
+def test_the_boards_clause_is_a_terms_lookup_on_the_principals_document() -> None:
+    clause = visibility_clause(VIS)
+    lookup = {"index": "acl-idx", "id": "vis:prn_ana", "path": "board"}
+    assert {"terms": {"board": lookup}} in clause["bool"]["should"]
+    assert clause["bool"]["filter"] == [{"term": {"workspace": "ws"}}]
+    with pytest.raises(ValueError):
+        can_see(VIS, None)  # type: ignore[arg-type]  # only the engine knows these boards
