@@ -9,7 +9,7 @@ random unit vectors), its exact visibility levels (bench.clustered.LEVELS: 30 / 
 of the items) and real NFCorpus questions as queries.
 
 Per index config (`m<M>-efc<EFC>-<f32|sq>`) an index is built through Suli's own index creation
-(OpenSearchBackend with the SULI_HNSW_* settings) behind the alias `<prefix>-<kind>-<n>-<config>`;
+(OpenSearchBackend with the SULI_HNSW_* settings) behind the alias `<prefix>-<data set>-<config>`;
 an alias that already holds n items is reused, so an interrupted run resumes where it stopped.
 Per search (`k<K>`: k raised to K; `ef<N>`: k = candidate depth plus method_parameters.ef_search
 N) the vector leg is sent as Suli builds it (`size` = candidate depth, visibility inside the
@@ -270,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--kind", choices=["clustered", "uniform"], default="clustered")
     ap.add_argument("--root", type=Path, default=clustered.CACHE_DIR, help="data set cache")
+    ap.add_argument("--centres", type=int, default=3000, help="real vectors the data clusters on")
     ap.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS)
     ap.add_argument("--searches", nargs="+", default=DEFAULT_SEARCHES)
     ap.add_argument("--queries", type=int, default=200)
@@ -282,13 +283,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     configs = {c: parse_config(c) for c in args.configs}
     searches = [Search.parse(s) for s in args.searches]
-    data = clustered.generate(args.n, args.kind, root=args.root)
+    data = clustered.generate(args.n, args.kind, n_centres=args.centres, root=args.root)
     log(f"data: {data.path}")
     _, qvecs = clustered.queries(args.queries)
     client = OpenSearch(args.url, timeout=120)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    aliases = {c: f"{args.prefix}-{args.kind}-{args.n}-{c}{'-merged' if args.merge else ''}"
-               for c in configs}  # fmt: skip
+    # Named for the data set (kind, n, seed, centres) and the config: a rerun reuses it.
+    merged = "-merged" if args.merge else ""
+    aliases = {c: f"{args.prefix}-{data.path.name}-{c}{merged}" for c in configs}
     built = {c: build(args.url, aliases[c], h, data, args.merge) for c, h in configs.items()}
     pairs = [(c, aliases[c], s) for c in configs for s in searches]
     try:
