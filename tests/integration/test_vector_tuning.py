@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
@@ -70,7 +71,10 @@ def test_ef_search_is_accepted_and_the_leg_keeps_its_depth_inside_the_filter(
 
 
 def test_an_sq_encoded_index_serves_suli_search_and_drift_is_reported(
-    opensearch_url: str, make_index_name: Callable[[], str], os_client: OpenSearch
+    opensearch_url: str,
+    make_index_name: Callable[[], str],
+    os_client: OpenSearch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     alias = make_index_name()
     knobs = {"vector_encoder": "sq", "hnsw_m": 8, "hnsw_ef_construction": 64}
@@ -89,4 +93,11 @@ def test_an_sq_encoded_index_serves_suli_search_and_drift_is_reported(
     assert not [n for n in same["notes"] if "vector graph" in n]
     other = status(os_client, alias, expected, hnsw=mappings.Hnsw())
     assert [n for n in other["notes"] if "vector graph" in n and "suli reindex" in n]
+    # A start with other settings serves the index as it is, and says so in the log.
+    plain = Settings(opensearch_url=opensearch_url, index_alias=alias, acl_index=f"{alias}-acl")
+    with caplog.at_level(logging.WARNING, logger="suli.backends.opensearch"):
+        started = OpenSearchBackend(plain, DIM, "test-random")
+        started.ensure_ready()
+        started.close()
+    assert any("m=8" in r.message and "suli reindex" in r.message for r in caplog.records)
     backend.close()
