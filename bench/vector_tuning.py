@@ -19,7 +19,9 @@ Every (config, search) pair is asked each query in turn, in a rotating order, so
 hit all pairs alike. Reported per pair: recall@10 mean and minimum per level, the node's `took`
 and the client's wall time p50/p99; per config: build seconds, store bytes and segments. A pair
 is kept only if its mean recall@10 is >= 0.98 at every level (issue 11). JSON goes to stdout
-and --out; progress to stderr. `--drop` deletes this run's indices afterwards.
+(one line per pair) and --out (the whole report); progress to stderr. `--shards N` builds every
+index with N primaries, `--merge` force-merges each to one segment (a live index never is),
+`--drop` deletes this run's indices afterwards.
 """
 
 from __future__ import annotations
@@ -120,6 +122,11 @@ def pct(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 2)
 
 
+def loadavg() -> float:
+    """The machine's 1-minute load (other work skews latencies: reported with them)."""
+    return round(float(Path("/proc/loadavg").read_text().split()[0]), 2)
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -127,9 +134,10 @@ def log(msg: str) -> None:
 # ---- building ------------------------------------------------------------------------
 
 
-def backend_for(url: str, alias: str, hnsw: Hnsw) -> OpenSearchBackend:
+def backend_for(url: str, alias: str, hnsw: Hnsw, shards: int = 1) -> OpenSearchBackend:
     settings = Settings(
         opensearch_url=url,
+        shards=shards,
         index_alias=alias,
         acl_index=f"{alias}-acl",
         hnsw_m=hnsw.m,
@@ -276,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=10, help="queries left out of the latencies")
     ap.add_argument("--prefix", default="bench-vt")
+    ap.add_argument("--shards", type=int, default=1, help="primary shards of every index")
     ap.add_argument("--merge", action="store_true", help="force-merge each index to 1 segment")
     ap.add_argument("--drop", action="store_true", help="delete this run's indices afterwards")
     ap.add_argument("--out", type=Path)
@@ -289,9 +298,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     client = OpenSearch(args.url, timeout=120)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     # Named for the data set (kind, n, seed, centres) and the config: a rerun reuses it.
-    merged = "-merged" if args.merge else ""
-    aliases = {c: f"{args.prefix}-{data.path.name}-{c}{merged}" for c in configs}
-    built = {c: build(args.url, aliases[c], h, data, args.merge) for c, h in configs.items()}
+    extra = ("-merged" if args.merge else "") + (f"-sh{args.shards}" if args.shards != 1 else "")
+    aliases = {c: f"{args.prefix}-{data.path.name}-{c}{extra}" for c in configs}
+    load_before = loadavg()
+    built = {
+        c: build(args.url, aliases[c], h, data, args.merge, args.shards) for c, h in configs.items()
+    }
     pairs = [(c, aliases[c], s) for c in configs for s in searches]
     try:
         measured = measure(client, pairs, data, qvecs, args.warmup)
@@ -325,8 +337,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "queries": len(qvecs),
         "candidate_depth": DEPTH,
         "merged": args.merge,
+        "shards": args.shards,
         "rule": f"kept: mean recall@10 >= {RULE} at every level",
-        "load_1m": round(float(Path("/proc/loadavg").read_text().split()[0]), 2),
+        "load_1m": {"start": load_before, "end": loadavg()},
         "results": rows,
     }
     if args.out:
