@@ -157,9 +157,11 @@ def store_facts(client: OpenSearch, alias: str) -> dict[str, Any]:
     }
 
 
-def build(url: str, alias: str, hnsw: Hnsw, data: clustered.DataSet, merge: bool) -> dict[str, Any]:
+def build(
+    url: str, alias: str, hnsw: Hnsw, data: clustered.DataSet, merge: bool, shards: int = 1
+) -> dict[str, Any]:
     """The index for one config: reused when its alias holds n items, else (re)built."""
-    backend = backend_for(url, alias, hnsw)
+    backend = backend_for(url, alias, hnsw, shards)
     client = backend.client
     if client.indices.exists_alias(name=alias):
         client.indices.refresh(index=alias)
