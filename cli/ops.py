@@ -246,7 +246,11 @@ def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None
         return
     backend = _opensearch(ctx, dimension, model)
     body = cluster_status(
-        backend.client, backend.alias, (mappings.mapping_version(), model, dimension), paths
+        backend.client,
+        backend.alias,
+        (mappings.mapping_version(), model, dimension),
+        paths,
+        hnsw=settings.hnsw,
     )
     if as_json:
         emit_json(body)

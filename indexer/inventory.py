@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import opensearchpy
 from opensearchpy import OpenSearch
 
+from mappings import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable, InvalidInput
 
 T = TypeVar("T")
@@ -160,15 +161,24 @@ def count_rejects(paths: Iterable[Path]) -> list[dict[str, Any]]:
     return found
 
 
+def hnsw_of(client: OpenSearch, index: str) -> Hnsw:
+    """The HNSW build parameters of an index's vector field, as its mapping states them."""
+    got = call(lambda: client.indices.get_mapping(index=index), f"mapping of {index}")
+    props = got[index]["mappings"].get("properties") or {}
+    return Hnsw.of_mapping(props.get("vector") or {})
+
+
 def status(
     client: OpenSearch,
     alias: str,
     expected: tuple[int, str, int],
     rejects: Iterable[Path] = (),
+    hnsw: Hnsw | None = None,
 ) -> dict[str, Any]:
     """Cluster health, nodes, the alias and its index, counts and pending rejects, as one dict.
 
-    expected: (mapping version, model name, dimension) this Suli would build an index with.
+    expected: (mapping version, model name, dimension) this Suli would build an index with;
+    hnsw: the vector graph it would build (a live index built otherwise gets a note).
     """
     health = call(lambda: client.cluster.health(), "cluster health")
     nodes = call(
@@ -195,6 +205,8 @@ def status(
                 f"live index holds {live.model or '?'} vectors ({live.dimension}), this Suli "
                 f"embeds with {model} ({dimension}): run `suli reindex`"
             )
+        if hnsw is not None and (note := hnsw_drift(hnsw_of(client, live.name), hnsw)):
+            notes.append(note)
     building = [
         p.name
         for p in indices

@@ -12,6 +12,8 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
+from mappings import Hnsw
+
 DEFAULT_OUTCOME_WEIGHTS = {
     # Multiplicative on the fused score. Finished, accepted work first; lower outcomes
     # sink but are never removed.
@@ -48,6 +50,15 @@ class Settings(BaseSettings):
     acl_index: str = "suli-acl"
     shards: int = Field(default=1, ge=1)
     replicas: int = Field(default=0, ge=0)
+    # The vector field's HNSW graph, fixed when an index is created (a change takes effect
+    # through `suli reindex`; `suli status` says when the live index differs). Why these
+    # defaults: docs/decisions.md, "Vector tuning" (bench/vector_tuning.py measures them).
+    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_ef_construction: int = Field(default=128, ge=2, le=4096)
+    vector_encoder: Literal["float32", "sq"] = "float32"
+    # Breadth of the k-NN graph search, sent as `method_parameters.ef_search`; unset: none is
+    # sent and the graph is searched with k = candidate_depth, as before.
+    ef_search: int | None = Field(default=None, ge=1, le=10_000)
 
     # Embedded backend
     embedded_path: Path | None = None
@@ -115,6 +126,10 @@ class Settings(BaseSettings):
                 "(e.g. SULI_OPENSEARCH_URL=http://127.0.0.1:9200) or use SULI_BACKEND=embedded"
             )
         return self
+
+    @property
+    def hnsw(self) -> Hnsw:
+        return Hnsw(self.hnsw_m, self.hnsw_ef_construction, self.vector_encoder)
 
     @property
     def sqlite_path(self) -> Path:

@@ -178,6 +178,7 @@ class OpenSearchBackend:
             shards=shards or self.settings.shards,
             replicas=self.settings.replicas if replicas is None else replicas,
             model=self.model,
+            hnsw=self.settings.hnsw,
         )
         _wrap(lambda: self.client.indices.create(index=name, body=body), "create index")
         return name
@@ -191,6 +192,8 @@ class OpenSearchBackend:
             _wrap(
                 lambda: self.client.indices.put_alias(index=name, name=self.alias), "create alias"
             )
+        else:
+            self._hnsw_check()
         if not _wrap(lambda: self.client.indices.exists(index=self.acl_index), "acl check"):
             body = mappings.acl_index(replicas=self.settings.replicas)
             try:
@@ -221,6 +224,21 @@ class OpenSearchBackend:
                 ),
                 "acl mapping update",
             )
+
+    def _hnsw_check(self) -> None:
+        """Warn when the live index's vector graph is not the configured one: the HNSW
+        parameters are fixed at creation, so a changed setting waits for `suli reindex`."""
+        index = self.current_index()
+        if index is None:
+            return
+        try:
+            got = _wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+        except BackendUnavailable as e:  # only a notice: never stops a start
+            log.warning("could not read the vector mapping of %s: %s", index, e)
+            return
+        field = (got[index]["mappings"].get("properties") or {}).get("vector") or {}
+        if note := mappings.hnsw_drift(mappings.Hnsw.of_mapping(field), self.settings.hnsw):
+            log.warning("%s", note)
 
     def _rekey_acls(self) -> None:
         """ACL documents of before per-workspace board keys (`acl:<board>`) move to
@@ -303,7 +321,7 @@ class OpenSearchBackend:
             text_body["track_total_hits"] = True
             legs.append(("text", text_body))
         if query.vector is not None:
-            legs.append(("vector", bodies.vector_leg(query)))
+            legs.append(("vector", bodies.vector_leg(query, self.settings.ef_search)))
         if not legs:
             return LegResults()
         lines: list[dict[str, Any]] = []

@@ -202,22 +202,25 @@ def ordered_highlights(highlight: dict[str, list[str]]) -> tuple[str, ...]:
     return tuple(frag for f in fields for frag in highlight[f])
 
 
-def vector_leg(q: LegQuery) -> dict[str, Any]:
-    """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering)."""
+def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
+    """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering).
+
+    k is the candidate depth the fusion needs. ef_search, when set, widens the graph search
+    without asking for more candidates: on the Lucene engine (k-NN 2.19) the node searches
+    with max(k, ef_search) and may return that many hits, so `size` keeps the answer at k."""
     assert q.vector is not None
+    knn: dict[str, Any] = {
+        "vector": [float(x) for x in q.vector],
+        "k": q.depth,
+        "filter": {"bool": {"filter": filter_clauses(q.vis, q.filters, q.regex)}},
+    }
+    if ef_search is not None:
+        knn["method_parameters"] = {"ef_search": ef_search}
     return {
         "size": q.depth,
         "track_total_hits": False,
         "_source": {"excludes": SOURCE_EXCLUDES},
-        "query": {
-            "knn": {
-                "vector": {
-                    "vector": [float(x) for x in q.vector],
-                    "k": q.depth,
-                    "filter": {"bool": {"filter": filter_clauses(q.vis, q.filters, q.regex)}},
-                }
-            }
-        },
+        "query": {"knn": {"vector": knn}},
     }
 
 

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
@@ -33,6 +34,7 @@ from bench import (
     overhead,
     scale,
     scale_cluster,
+    vector_tuning,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 
@@ -228,3 +230,46 @@ def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
         assert row["qps_ratio_suli_over_native"] == round(
             row["suli_http"]["qps"] / row["native_hybrid"]["qps"], 3
         )
+
+
+def test_vector_tuning_recall_function_on_a_hand_computed_answer() -> None:
+    # Exact top 3 of q = (1, 0) over four unit vectors: a (cos 1), c (0.8), b (0.6); d is last.
+    vecs = np.array([[1, 0], [0.6, 0.8], [0.8, 0.6], [-1, 0]], dtype=np.float32)
+    ids = np.array(["a", "b", "c", "d"])
+    exact = vector_tuning.exact_top(vecs, ids, np.array([1, 0], np.float32), k=3)
+    assert exact == ["a", "c", "b"]
+    assert vector_tuning.recall_at(["c", "d", "a", "b"], exact, k=3) == pytest.approx(2 / 3)
+    assert vector_tuning.recall_at(["b", "c", "a"], exact, k=3) == 1.0
+    assert vector_tuning.recall_at([], [], k=3) == 1.0  # nothing visible: nothing to miss
+
+
+def test_vector_tuning_builds_reuses_and_measures_each_config(
+    opensearch_url: str, tmp_path: Path
+) -> None:
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    args = ["--url", opensearch_url, "--n", "1000", "--centres", "20", "--root", str(tmp_path),
+            "--configs", "m16-efc128-f32", "m8-efc64-sq", "--searches", "k100", "ef150",
+            "--queries", "3", "--warmup", "0", "--prefix", prefix]  # fmt: skip
+    try:
+        first = vector_tuning.main(args)
+        again = vector_tuning.main([*args, "--drop", "--out", str(tmp_path / "vt.json")])
+    finally:
+        client = OpenSearch(opensearch_url)
+        if names := list(client.indices.get(index=f"{prefix}-*")):
+            client.indices.delete(index=",".join(names))
+    rows = first["results"]
+    assert [(r["config"], r["search"]["name"]) for r in rows] == [
+        ("m16-efc128-f32", "k100"), ("m16-efc128-f32", "ef150"),
+        ("m8-efc64-sq", "k100"), ("m8-efc64-sq", "ef150"),
+    ]  # fmt: skip
+    assert rows[3]["search"] == {"name": "ef150", "k": 100, "ef_search": 150, "size": 100}
+    assert all(r["index"]["docs"] == 1000 and not r["index"]["reused"] for r in rows)
+    visible = {lab: v["visible_items"] for lab, v in rows[0]["levels"].items()}
+    assert visible == {"30%": 300, "10%": 100, "1%": 10, "0.1%": 1}
+    # float32 with at most k visible items is searched exactly by Lucene: recall 1.
+    for r in rows[:2]:
+        assert all(r["levels"][lab]["recall@10_mean"] == 1.0 for lab in ("10%", "1%", "0.1%"))
+    assert all(r["took_ms"]["p50"] >= 0 and r["latency_samples"] == 12 for r in rows)
+    assert all(r["index"]["reused"] for r in again["results"])  # the rerun built nothing
+    assert json.loads((tmp_path / "vt.json").read_text())["results"] == again["results"]
+    assert not OpenSearch(opensearch_url).indices.get(index=f"{prefix}-*")  # --drop

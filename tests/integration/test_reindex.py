@@ -413,3 +413,23 @@ def test_merge_time_is_in_the_human_and_json_output(world: World) -> None:
     code, out, err = _suli(world, "reindex")
     assert code == 0, err
     assert "merged to" not in out  # without --merge, no merge and no line about one
+
+
+def test_a_changed_vector_graph_is_noted_and_reindex_builds_it(world: World) -> None:
+    """SULI_HNSW_* apply at index creation: status says the live graph differs, and `suli
+    reindex` builds the new index with the configured one (the note then goes)."""
+    world.env.update(SULI_HNSW_M="8", SULI_HNSW_EF_CONSTRUCTION="64", SULI_VECTOR_ENCODER="sq")
+    code, out, err = _suli(world, "status", "--json")
+    assert code == 0, err
+    notes = [n for n in json.loads(out)["notes"] if "vector graph" in n]
+    assert notes and "m=16" in notes[0] and "m=8" in notes[0] and "suli reindex" in notes[0]
+    code, out, err = _suli(world, "reindex", "--json")
+    assert code == 0, err
+    target = json.loads(out)["report"]["target"]
+    client = world.backend.client
+    field = client.indices.get_mapping(index=target)[target]["mappings"]["properties"]["vector"]
+    assert mappings.Hnsw.of_mapping(field) == mappings.Hnsw(8, 64, "sq")
+    assert _ids(client, target) == {it.id for it in sample.build(N).items}
+    code, out, err = _suli(world, "status", "--json")
+    assert code == 0, err
+    assert not [n for n in json.loads(out)["notes"] if "vector graph" in n]

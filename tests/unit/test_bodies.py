@@ -49,6 +49,17 @@ def test_vector_leg_filters_inside_knn() -> None:
     assert body["query"]["knn"]["vector"]["filter"]["bool"]["filter"][0] == b.visibility_clause(VIS)
 
 
+def test_vector_leg_ef_search_widens_the_graph_search_only() -> None:
+    q = LegQuery(VIS, FILTERS, None, [0.5, -0.5, 0.0], 100)
+    plain, wide = b.vector_leg(q), b.vector_leg(q, 400)
+    knn = wide["query"]["knn"]["vector"]
+    assert knn["method_parameters"] == {"ef_search": 400}
+    # Still depth candidates, filtered inside the knn clause: only the search breadth changes.
+    assert knn["k"] == wide["size"] == 100
+    assert knn["filter"] == plain["query"]["knn"]["vector"]["filter"]
+    assert "method_parameters" not in plain["query"]["knn"]["vector"]
+
+
 def test_browse_regex_facets() -> None:
     check(
         "browse_regex", b.browse_body(VIS, Filters(include_hidden=True), 10, regex='^deploy "v2"')
