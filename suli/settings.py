@@ -57,8 +57,10 @@ class Settings(BaseSettings):
     hnsw_ef_construction: int = Field(default=128, ge=2, le=4096)
     vector_encoder: Literal["float32", "sq"] = "float32"
     # Breadth of the k-NN graph search, sent as `method_parameters.ef_search`; unset: none is
-    # sent and the graph is searched with k = candidate_depth, as before.
-    ef_search: int | None = Field(default=None, ge=1, le=10_000)
+    # sent and the graph is searched with k = candidate_depth. 200: with k = 100 alone the
+    # search missed 2.6 % of the exact top 100 on NFCorpus dev and cost the vector leg 0.003
+    # nDCG@10 (chosen by `python -m bench.quality --tune`, docs/decisions.md).
+    ef_search: int | None = Field(default=200, ge=1, le=10_000)
 
     # Embedded backend
     embedded_path: Path | None = None
