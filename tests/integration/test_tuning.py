@@ -52,7 +52,7 @@ def test_tune_writes_grid_and_choice_before_reading_test(
     monkeypatch.setattr(
         tuning,
         "OPENSEARCH_TEXT_GRID",
-        {"form": (forms[0], forms[-1]), "bm25": ((0.9, 0.4), (1.2, 0.75))},
+        {"form": (forms[0], forms[-1]), "bm25": ((0.9, 0.4), (1.2, 0.75)), "ef_search": (100, 400)},
     )
     monkeypatch.setattr(tuning, "FUSION_GRID", {n: v[:2] for n, v in tuning.FUSION_GRID.items()})
     alias = make_index_name()
@@ -70,6 +70,12 @@ def test_tune_writes_grid_and_choice_before_reading_test(
     tried = {json.dumps(t["form"], sort_keys=True) for t in grid["trials"]["opensearch"]}
     assert tried >= {json.dumps(f, sort_keys=True) for f in grid["grids"]["opensearch"]["form"]}
     assert len(grid["grids"]["opensearch"]["form"]) == len(tuning.OPENSEARCH_TEXT_GRID["form"])
+    # The k-NN candidates are tuned too: every value tried, each trial with its vector leg.
+    assert {t["ef_search"] for t in grid["trials"]["opensearch"]} >= {100, 400}
+    assert all("vector_ndcg@10" in t for t in grid["trials"]["opensearch"])
+    # The meaning floor is held (bench.floor calibrates it) and swept for the record.
+    assert grid["chosen"]["fusion"]["meaning_floor"] == quality.Settings().meaning_floor
+    assert any(t.get("sweep") == "meaning_floor" for t in grid["trials"]["fusion"])
     assert {"baseline", "chosen"} <= set(grid["test"]["embedded"])
     assert "top10_overlap" in grid["test"]
     summary = json.loads((out / "tuning.json").read_text())
