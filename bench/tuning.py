@@ -441,7 +441,8 @@ def opensearch_subject(backend: Any) -> Subject:
 
     def apply(p: dict[str, Any]) -> None:
         backend.text_form = p["form"]
-        backend.knn_ef_search = p["ef_search"]
+        if backend.settings.ef_search != p["ef_search"]:
+            backend.settings = backend.settings.model_copy(update={"ef_search": p["ef_search"]})
         k1, b = p["bm25"]
         if _similarity(client, index) != (k1, b):
             client.indices.close(index=index)
@@ -459,7 +460,11 @@ def opensearch_subject(backend: Any) -> Subject:
         backend,
         OPENSEARCH_TEXT_GRID,
         apply,
-        {"form": backend.text_form, "bm25": mapping_bm25(), "ef_search": backend.knn_ef_search},
+        {
+            "form": backend.text_form,
+            "bm25": mapping_bm25(),
+            "ef_search": backend.settings.ef_search,
+        },
     )
 
 
