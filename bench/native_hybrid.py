@@ -93,8 +93,14 @@ def same_top10(q: str, native: list[tuple[str, float]], suli: list[tuple[str, fl
         assert differ <= tied, (q, differ, native, suli)
 
 
-def hybrid_body(vis: Visibility, text: str, vec: Sequence[float], depth: int) -> dict[str, Any]:
-    """The same two leg queries as Suli's, as sub-queries of one `hybrid` query."""
+def hybrid_body(
+    vis: Visibility,
+    text: str,
+    vec: Sequence[float],
+    depth: int,
+    ef_search: int | None = Settings().ef_search,
+) -> dict[str, Any]:
+    """The same two leg queries as Suli's (same ef_search), as sub-queries of one `hybrid`."""
     fields = "plain" if only_common_words(text) else "stemmed"
     q = LegQuery(vis, Filters(), text, [float(x) for x in vec], depth, fields)
     text_body = text_leg(q)
@@ -104,7 +110,7 @@ def hybrid_body(vis: Visibility, text: str, vec: Sequence[float], depth: int) ->
         "query": {
             "hybrid": {
                 "pagination_depth": depth,  # candidates per sub-query, like Suli's depth
-                "queries": [text_body["query"], vector_leg(q)["query"]],
+                "queries": [text_body["query"], vector_leg(q, ef_search)["query"]],
             }
         },
         "highlight": text_body["highlight"],  # Suli's own highlight block

@@ -139,14 +139,19 @@ def add_synthetic(url: str, alias: str, n: int, seed: int = 3) -> None:
 
 
 def raw_bodies(
-    vis: Visibility, text: str, vec: Sequence[float], depth: int
+    vis: Visibility,
+    text: str,
+    vec: Sequence[float],
+    depth: int,
+    ef_search: int | None = Settings().ef_search,
 ) -> list[dict[str, Any]]:
-    """The very bodies Suli sends: same builders, same LegQuery."""
+    """The very bodies Suli sends: same builders, same LegQuery, same ef_search (the boards are
+    written out, where Suli reads them by a terms lookup)."""
     q = LegQuery(
         vis, Filters(), text, [float(x) for x in vec], depth,
         "plain" if only_common_words(text) else "stemmed",
     )  # fmt: skip
-    return [text_leg(q), vector_leg(q)]
+    return [text_leg(q), vector_leg(q, ef_search)]
 
 
 def build(url: str, alias: str, queries: Sequence[str]) -> tuple[Searcher, OpenSearch, Any]:
