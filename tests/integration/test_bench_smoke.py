@@ -34,6 +34,7 @@ from bench import (
     overhead,
     scale,
     scale_cluster,
+    text_leg,
     vector_tuning,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
@@ -165,8 +166,14 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
              "--data-root", str(tmp_path / "data"), "--centres", "50", "--queries", "20",
              "--rounds", "1", "--warmup", "2", "--settle-quiet", "1", "--write-warmup", "1", "--out", str(out)]
         )  # fmt: skip
+        # bench.text_leg times text-leg forms on such a loaded index.
+        forms = text_leg.main(["--url", opensearch_url, "--alias", f"{prefix}-clustered-{n}",
+                               "--queries", "4", "--rounds", "1"])  # fmt: skip
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
+    assert forms["items"] == n and set(forms["sides"]) == {"v3_form", "suli", "no_count",
+                                                           "no_highlight"}  # fmt: skip
+    assert all(s["took_p50_ms"] >= 0 and s["wall_p50_ms"] > 0 for s in forms["sides"].values())
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
     assert list(rows) == ["cluster", "load", "settle", "latency", "writes", "recall",
