@@ -8,6 +8,8 @@ Sides, each the text leg body Suli builds (same visibility filter, depth, highli
   scored them; the fields still exist in v4), with no exact count: the leg as it was;
 - `no_count`: as sent, without the exact count (track_total_hits false);
 - `no_highlight`: as sent, without the highlight block (the snippets' cost).
+With `--compare INDEX` (an index of the same items built with another mapping, e.g. offsets in
+the postings), `suli` and `no_highlight` also run against that index, interleaved with the rest.
 Queries are real NFCorpus questions (bench.clustered.queries); the principal sees 30 %.
 Reported: the node's `took` and the client's wall time, p50/p99, and ratios to `v3_form`.
 """
@@ -61,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--principal", default="prn_v30")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--compare", help="another index of the same items (other mapping)")
     args = ap.parse_args(argv)
     settings = Settings(opensearch_url=args.url, index_alias=args.alias,
                         acl_index=f"{args.alias}-acl")  # fmt: skip
@@ -79,6 +82,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for t in texts
     ]
     fns = sides()
+    index = {k: args.alias for k in fns}
+    if args.compare:
+        for k in ("suli", "no_highlight"):
+            fns[f"{k}@compare"] = fns[k]
+            index[f"{k}@compare"] = args.compare
     took: dict[str, list[float]] = {k: [] for k in fns}
     wall: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
@@ -88,13 +96,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             k = (i + r) % len(names)
             for name in names[k:] + names[:k]:  # rotate who goes first
                 t0 = time.perf_counter()
-                resp = backend.client.search(index=args.alias, body=fns[name](q))
+                resp = backend.client.search(index=index[name], body=fns[name](q))
                 wall[name].append((time.perf_counter() - t0) * 1000)
                 took[name].append(float(resp["took"]))
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
     base = statistics.median(took["v3_form"])
     report = {
         "alias": args.alias,
+        "compare": args.compare,
         "items": backend.count(),
         "queries": len(legs),
         "rounds": args.rounds,
