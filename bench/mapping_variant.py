@@ -47,7 +47,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     ap.add_argument("--url", default="http://127.0.0.1:9200")
     ap.add_argument("--source", required=True, help="index or alias to copy")
-    ap.add_argument("--dest", required=True, help="the new index (one holding as many items as the source is reused)")
+    ap.add_argument(
+        "--dest",
+        required=True,
+        help="the new index (one holding as many items as the source is reused)",
+    )
     ap.add_argument("--offsets", action="store_true")
     ap.add_argument("--merge", type=int, default=0, help="force-merge to N segments per shard")
     args = ap.parse_args(argv)
@@ -88,7 +92,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         t1 = time.perf_counter()
         client.indices.forcemerge(index=args.dest, params={"max_num_segments": args.merge})
         merge_s = time.perf_counter() - t1
-    restore = {"number_of_replicas": settings.get("number_of_replicas", 1), "refresh_interval": None}
+    restore = {
+        "number_of_replicas": settings.get("number_of_replicas", 1),
+        "refresh_interval": None,
+    }
     client.indices.put_settings(index=args.dest, body={"index": restore})
     client.cluster.health(index=args.dest, params={"wait_for_status": "green"})
     stats = client.indices.stats(index=args.dest)["indices"][args.dest]

@@ -84,9 +84,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     fns = sides()
     index = {k: args.alias for k in fns}
     if args.compare:
-        for k in ("suli", "no_highlight"):
-            fns[f"{k}@compare"] = fns[k]
-            index[f"{k}@compare"] = args.compare
+        for side in ("suli", "no_highlight"):
+            fns[f"{side}@compare"] = fns[side]
+            index[f"{side}@compare"] = args.compare
     took: dict[str, list[float]] = {k: [] for k in fns}
     wall: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)

@@ -30,6 +30,7 @@ from bench import (
     filtered_knn,
     indexing,
     indexing_scale,
+    mapping_variant,
     native_hybrid,
     overhead,
     scale,
@@ -166,13 +167,30 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
              "--data-root", str(tmp_path / "data"), "--centres", "50", "--queries", "20",
              "--rounds", "1", "--warmup", "2", "--settle-quiet", "1", "--write-warmup", "1", "--out", str(out)]
         )  # fmt: skip
-        # bench.text_leg times text-leg forms on such a loaded index.
+        # bench.mapping_variant copies it with offsets in the postings; bench.text_leg times
+        # text-leg forms on the loaded index and, with --compare, on the copy.
+        variant = mapping_variant.main(["--url", opensearch_url, "--source", f"{prefix}-clustered-{n}",
+                                        "--dest", f"{prefix}-offsets", "--offsets", "--merge", "1"])  # fmt: skip
+        props = OpenSearch(opensearch_url).indices.get_mapping(index=f"{prefix}-offsets")[
+            f"{prefix}-offsets"]["mappings"]["properties"]  # fmt: skip
         forms = text_leg.main(["--url", opensearch_url, "--alias", f"{prefix}-clustered-{n}",
-                               "--queries", "4", "--rounds", "1"])  # fmt: skip
+                               "--compare", f"{prefix}-offsets", "--queries", "4", "--rounds", "1"])  # fmt: skip
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
-    assert forms["items"] == n and set(forms["sides"]) == {"v3_form", "suli", "no_count",
-                                                           "no_highlight"}  # fmt: skip
+    assert variant["copied"] == n and variant["failures"] == 0
+    assert variant["segments_primaries"] >= 1 and variant["merge_seconds"] is not None
+    for field in ("title", "body", "caption"):
+        assert props[field]["index_options"] == "offsets"
+        assert props[field]["fields"]["plain"]["index_options"] == "offsets"
+    assert "index_options" not in props["content"]  # only the highlighted fields change
+    assert forms["items"] == n and set(forms["sides"]) == {
+        "v3_form",
+        "suli",
+        "no_count",
+        "no_highlight",
+        "suli@compare",
+        "no_highlight@compare",
+    }
     assert all(s["took_p50_ms"] >= 0 and s["wall_p50_ms"] > 0 for s in forms["sides"].values())
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
