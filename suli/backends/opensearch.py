@@ -742,21 +742,29 @@ class OpenSearchBackend:
         if acls:
             self._refresh_visibility(self._principal_ids({a.workspace for a in acls}))
 
-    def _principal_ids(self, workspaces: Iterable[str]) -> list[str]:
-        body = {
+    def _of_workspaces(
+        self, doc_type: str, workspaces: Iterable[str], *, seq: bool = False
+    ) -> list[dict[str, Any]]:
+        """The ACL-index hits of one document type in these workspaces (with `_seq_no` when
+        `seq`); the index is small."""
+        body: dict[str, Any] = {
             "size": 10_000,
-            "_source": ["principal_id"],
             "query": {
                 "bool": {
                     "filter": [
-                        {"term": {"doc_type": "principal"}},
+                        {"term": {"doc_type": doc_type}},
                         {"terms": {"workspace": sorted(workspaces)}},
                     ]
                 }
             },
         }
-        hits = self._search(body, "principal read", index=self.acl_index)["hits"]["hits"]
-        return [h["_source"]["principal_id"] for h in hits]
+        if seq:
+            body["seq_no_primary_term"] = True
+        hits = self._search(body, f"{doc_type} read", index=self.acl_index)["hits"]["hits"]
+        return list(hits)
+
+    def _principal_ids(self, workspaces: Iterable[str]) -> list[str]:
+        return [h["_source"]["principal_id"] for h in self._of_workspaces("principal", workspaces)]
 
     def _mget(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The ACL-index documents among ids that exist (realtime: every acknowledged write)."""
@@ -769,19 +777,7 @@ class OpenSearchBackend:
         out: dict[str, list[tuple[BoardAcl, int]]] = {w: [] for w in workspaces}
         if not workspaces:
             return out
-        body = {
-            "size": 10_000,
-            "seq_no_primary_term": True,
-            "query": {
-                "bool": {
-                    "filter": [
-                        {"term": {"doc_type": "acl"}},
-                        {"terms": {"workspace": sorted(workspaces)}},
-                    ]
-                }
-            },
-        }
-        for h in self._search(body, "acl read", index=self.acl_index)["hits"]["hits"]:
+        for h in self._of_workspaces("acl", workspaces, seq=True):
             acl = _acl(h["_source"])
             out[acl.workspace].append((acl, int(h["_seq_no"])))
         return out
@@ -845,16 +841,7 @@ class OpenSearchBackend:
             )
 
     def acls(self, workspace: str) -> list[BoardAcl]:
-        body = {
-            "size": 10_000,
-            "query": {
-                "bool": {
-                    "filter": [{"term": {"doc_type": "acl"}}, {"term": {"workspace": workspace}}]
-                }
-            },
-        }
-        r = self._search(body, "acl read", index=self.acl_index)
-        return [_acl(h["_source"]) for h in r["hits"]["hits"]]
+        return [_acl(h["_source"]) for h in self._of_workspaces("acl", [workspace])]
 
     def acl(self, workspace: str, board: str) -> BoardAcl | None:
         s = self._get(self._acl_id(workspace, board))

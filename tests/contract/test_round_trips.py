@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from suli.models import Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
-from .helpers import WS, KeyedEmbedder, World, acl, item, principal
+from .helpers import WS, KeyedEmbedder, World, acl, counting, item, principal
 
 pytestmark = pytest.mark.integration
 
@@ -29,26 +28,6 @@ ITEMS = [
     item("itm_b", "Quokka budget", board="brd_b"),
     item("itm_w", "Quokka welcome"),
 ]
-
-
-@contextmanager
-def counting(backend: OpenSearchBackend) -> Iterator[list[str]]:
-    """The requests the backend's read client sends while inside (method and endpoint)."""
-    sent: list[str] = []
-    conns = list(backend.client.transport.connection_pool.connections)
-    for conn in conns:
-        real = conn.perform_request
-
-        def counted(method: str, url: str, *a: Any, _real: Any = real, **kw: Any) -> Any:
-            sent.append(f"{method} {url.split('?')[0].rsplit('/', 1)[-1]}")
-            return _real(method, url, *a, **kw)
-
-        conn.perform_request = counted  # type: ignore[method-assign]
-    try:
-        yield sent
-    finally:
-        for conn in conns:
-            del conn.perform_request  # the class's method again
 
 
 @pytest.fixture
@@ -89,7 +68,7 @@ def backend(w: World) -> OpenSearchBackend:
 def seen(w: World, pid: str, **params: Any) -> tuple[set[str], list[str]]:
     """The ids `pid` finds for "quokka" (hybrid) and the requests that search sent."""
     who = w.who(pid)  # read before counting: the caller holds its principal
-    with counting(backend(w)) as sent:
+    with counting(backend(w).client) as sent:
         resp = w.searcher.search(who, _req(**params))
     assert not resp.degraded  # both legs ran: the k-NN filter takes the lookup too
     return {r.id for r in resp.results}, sent
@@ -133,7 +112,7 @@ def test_each_kind_of_write_applies_to_the_very_next_query(world: World) -> None
 
 
 def seen_as(w: World, who: Principal) -> tuple[set[str], list[str]]:
-    with counting(backend(w)) as sent:
+    with counting(backend(w).client) as sent:
         ids = {r.id for r in w.searcher.search(who, _req()).results}
     return ids, sent
 
