@@ -8,6 +8,7 @@ Sub-commands are imported when they are called, not when `suli` starts: the whol
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -34,6 +35,7 @@ COMMANDS = {
     "indices": "cli.ops:indices",
     "schema": "cli.data:schema",
     "export": "cli.data:export",
+    "config": "cli.config:config_cmd",
 }
 
 
@@ -44,6 +46,16 @@ def load_command(name: str) -> click.Command:
     if not isinstance(command, click.Command):
         raise TypeError(f"{COMMANDS[name]} is not a click command")
     return command
+
+
+def _warn_unknown_settings(ctx: click.Context) -> None:
+    """A mistyped SULI_* variable is named on stderr (with the closest setting), not ignored."""
+    if ctx.invoked_subcommand == "config" or not any(k.startswith("SULI_") for k in os.environ):
+        return  # `suli config` reports them itself
+    from suli.config_ref import unknown_lines
+
+    for line in unknown_lines():
+        click.echo(line, err=True)
 
 
 class SuliGroup(click.Group):
@@ -58,6 +70,7 @@ class SuliGroup(click.Group):
         return load_command(cmd_name) if cmd_name in COMMANDS else None
 
     def invoke(self, ctx: click.Context) -> Any:
+        _warn_unknown_settings(ctx)
         try:
             return super().invoke(ctx)
         except ValueError as e:  # pydantic's ValidationError and SettingsError are ValueErrors
