@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     mcp_streams_per_principal: int = Field(default=4, ge=1)  # open GET /mcp streams
     mcp_stream_check_s: float = Field(default=5.0, gt=0)  # streams re-check their token
     bad_token_per_minute: int = Field(default=30, ge=1)  # invalid tokens per client address
+    # A store every service process and replica shares (redis://host:port/db): rate limits are
+    # counted there, and the cursor secret is kept there when SULI_CURSOR_SECRET is unset.
+    # Unset: each process counts its own limits.
+    shared_store: SecretStr | None = None
 
     @field_validator("outcome_weights")
     @classmethod
