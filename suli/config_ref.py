@@ -31,7 +31,7 @@ MASK = "********"
 OTHER_VARIABLES = {
     "SULI_URL": "`suli` remote mode: the query service's base URL (instead of a local backend)",
     "SULI_TOKEN": "`suli` remote mode: the bearer token sent to SULI_URL",
-    "SULI_PRINCIPAL": "`suli search/related/...`: the principal to search as (--as)",
+    "SULI_PRINCIPAL": "the principal that search, related, show and facets act as (--as)",
     "SULI_DEMO_PORT": "`suli demo`: the port of the demo's server",
     "SULI_CLUSTER_DIR": "devcluster: node homes, pids and logs (default ~/.cache/suli/cluster)",
     "SULI_CLUSTER_CACHE": "devcluster: the OpenSearch artifact cache (default ~/.cache/suli/...)",

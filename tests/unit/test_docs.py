@@ -82,7 +82,7 @@ def check(command: str, whole: bool = True) -> None:
         if not isinstance(cmd, click.Group) or not words:
             break
         name, words = words[0], words[1:]
-        sub = cmd.commands.get(name)
+        sub = cmd.get_command(click.Context(cmd), name)
         assert sub is not None, f"{' '.join(path)}: no command {name!r}"
         cmd, path = sub, [*path, name]
     if isinstance(cmd, click.Group):
