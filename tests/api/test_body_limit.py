@@ -113,3 +113,15 @@ def test_the_rejections_are_counted(capped: Api) -> None:
     text = capped.client.get("/metrics").text
     assert 'suli_rejected_requests_total{code="too_large"} 1.0' in text
     assert 'suli_rejected_requests_total{code="unauthorized"} 1.0' in text
+
+
+def test_the_mcp_endpoint_is_capped_too(capped: Api) -> None:
+    headers = {
+        **capped.auth("ana"),
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    r = capped.client.post("/mcp", content=_chunks(CAP * 4), headers=headers)
+    _too_large(r, CAP)
+    r = capped.client.post("/mcp", content=b" " * (CAP + 1), headers=headers)
+    _too_large(r, CAP)
