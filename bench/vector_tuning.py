@@ -40,7 +40,7 @@ import numpy as np
 from opensearchpy import OpenSearch, helpers
 
 from bench import clustered
-from mappings import Hnsw
+from suli.hnsw import Hnsw
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery
