@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from suli import sample
+from cli import sample
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import MiniLMEmbedder
 from suli.service import Searcher

@@ -20,10 +20,10 @@ from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
 import mappings
+from cli import sample
 from cli.main import cli
 from indexer.inventory import live_index, physical_indices, read_meta
 from indexer.reindex import Reindexer
-from suli import sample
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder, FakeEmbedder
 from suli.errors import IndexingError, InvalidInput
