@@ -1,5 +1,10 @@
 """Indexing: Suli's indexer vs raw `helpers.bulk`, indexer embedding rate vs raw encode, query embed.
 
+Superseded in part by bench.indexing_scale (bench/RESULTS.md section 7.1): its `reupsert`
+compares the indexer with `helpers.bulk` at 10k items and its `workers` the embedding rate with
+the raw encode, and bench.embed_speed measures the query embedding. Kept because
+bench/RESULTS.md section 3 and bench/run-all run it.
+
     python -m bench.indexing --url http://127.0.0.1:9200 --rounds 3 --embed-passages 200
 
 1. Write throughput: `indexer.pipeline.index_items` with precomputed (cached) vectors into a

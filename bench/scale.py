@@ -1,5 +1,9 @@
 """Search latency at 10k and 100k items, on OpenSearch and on the embedded backend: growth factor.
 
+Superseded by bench.scale_cluster (three nodes with replicas, 100k and 1M items of real-like
+vectors, bench/RESULTS.md section 8) for OpenSearch. Kept because bench/RESULTS.md section 4
+and bench/run-all run it, and it is the only scale run of the embedded backend.
+
     python -m bench.scale --url http://127.0.0.1:9200 --sizes 10000 100000 --queries 200
     python -m bench.scale --backends embedded --sizes 10000 100000
     python -m bench.scale --backends opensearch --merge-segments 1   # after a force-merge

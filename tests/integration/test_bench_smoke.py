@@ -7,7 +7,6 @@ what they claim, never how fast anything is (speed lives in bench/RESULTS.md).
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,14 +15,6 @@ import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
-from suli.auth import create_token
-from suli.backends.opensearch import OpenSearchBackend
-from suli.embedding import build_embedder
-from suli.settings import Settings
-from suli.visibility import visibility_for
-
-# bench/ is not an installed package (it ships nothing): import it from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import devcluster
 from bench import (
     concurrency,
@@ -39,6 +30,11 @@ from bench import (
     vector_tuning,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
+from suli.auth import create_token
+from suli.backends.opensearch import OpenSearchBackend
+from suli.embedding import build_embedder
+from suli.settings import Settings
+from suli.visibility import visibility_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.model]
 
