@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from bench.clustered import LEVELS, WORKSPACE, visible_mask
-from bench.scale_cluster import acl_rows, exact_topk, growth, recall_at
+from bench.scale_cluster.growth import growth
+from bench.scale_cluster.load import acl_rows
+from bench.scale_cluster.recall import exact_topk, recall_at
 from suli.models import Principal
 from suli.visibility import visibility_for
 
