@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     # Ranking
     rrf_k: int = Field(default=60, ge=1)
     text_weight: float = Field(default=1.0, ge=0)
-    # bench.quality --tune on NFCorpus dev (issue 15): 0.5 beat 1.0 by 0.0013 nDCG@10.
+    # bench.quality --tune on NFCorpus dev: 0.5 beat 1.0 by 0.0013 nDCG@10.
     vector_weight: float = Field(default=0.5, ge=0)
     candidate_depth: int = Field(default=100, ge=1, le=1000)
     # Tuned on NFCorpus dev: 0.3 cost 0.001 nDCG@10 there; 0.1 cost 0.003 and 0.05 of recall@100.
