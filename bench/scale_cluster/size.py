@@ -85,7 +85,7 @@ class SizeRun:
                      replicas=self.args.replicas)  # fmt: skip
         if self.args.kind == "uniform":
             # Random unit vectors sit near cosine 0 to every query: the meaning floor (tuned
-            # for real embeddings) would drop every meaning-only hit (as in bench.scale).
+            # for real embeddings) would drop every meaning-only hit.
             s = s.model_copy(update={"meaning_floor": -1.0})
         return s
 
