@@ -29,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 from uuid import uuid4
 
+from cli import sample
 from indexer.pipeline import index_items
-from suli import sample
 from suli.backends.base import LegQuery
 from suli.core import open_backend
 from suli.embedding import FakeEmbedder

@@ -40,11 +40,11 @@ import numpy as np
 from opensearchpy import OpenSearch, helpers
 
 from bench import clustered
-from mappings import Hnsw
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
+from suli.hnsw import Hnsw
 from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility
