@@ -8,6 +8,7 @@ from typing import Annotated, get_origin
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app import logs
 from app.runtime import Runtime, run_blocking
 from app.schemas import FacetsQuery
 from app.tokens import client_address, session_for
@@ -119,6 +120,7 @@ async def get_caller(
         session = await authenticate(runtime, credentials, client_address(request.scope), deadline)
     principal = session.principal
     assert principal is not None
+    logs.note(principal=principal.id)
     runtime.limiter.check(principal.id)
     return Caller(principal, session.admin, session.acls)
 

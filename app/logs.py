@@ -13,6 +13,7 @@ import logging
 import re
 import time
 import uuid
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +35,9 @@ REQUEST_FIELDS = (
     "degraded",
     "timings_ms",
 )
+# What only the routes know (the principal once the token is checked, the degraded legs), for
+# the request line of the request being served: the middleware sets a dict, note() fills it.
+_NOTES: ContextVar[dict[str, Any] | None] = ContextVar("suli_request_notes", default=None)
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
@@ -96,12 +100,15 @@ def _timings(headers: list[tuple[bytes, bytes]]) -> dict[str, float]:
     return out
 
 
-class RequestLogMiddleware:
-    """Gives every request an id (echoed as X-Request-Id) and writes its one line when done.
+def note(**fields: Any) -> None:
+    """Add fields (principal, degraded) to the current request's log line; outside one, nothing."""
+    notes = _NOTES.get()
+    if notes is not None:
+        notes.update(fields)
 
-    The routes put what only they know in `scope["state"]`: `principal` (the caller's id, once
-    the token is checked) and `degraded` (the legs a search answered without).
-    """
+
+class RequestLogMiddleware:
+    """Gives every request an id (echoed as X-Request-Id) and writes its one line when done."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -112,8 +119,8 @@ class RequestLogMiddleware:
             return
         t0 = time.perf_counter()
         rid = request_id_of(scope)
-        state = scope.setdefault("state", {})
-        state["request_id"] = rid
+        state: dict[str, Any] = {}
+        token = _NOTES.set(state)
         status = 500
         timings: dict[str, float] = {}
 
@@ -130,6 +137,7 @@ class RequestLogMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
+            _NOTES.reset(token)
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             fields = {
                 "request_id": rid,

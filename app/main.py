@@ -12,6 +12,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from app import api_docs, errors, mcp_server, routes_admin, routes_ops, routes_search, web
 from app.bodylimit import BodyLimitMiddleware
 from app.deps import single_valued
+from app.logs import RequestLogMiddleware
 from app.metrics import MetricsMiddleware
 from app.runtime import Runtime
 from suli.service import Searcher
@@ -63,6 +64,7 @@ def create_app(
     # answer, the body limit's included.
     app.add_middleware(BodyLimitMiddleware, runtime=runtime)
     app.add_middleware(MetricsMiddleware, metrics=runtime.metrics)
+    app.add_middleware(RequestLogMiddleware)
     if settings.trusted_proxies:
         proxies = [str(n) for n in settings.trusted_proxy_networks]
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)

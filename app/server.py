@@ -33,6 +33,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from app import logs
 from suli.settings import Settings
 
 log = logging.getLogger("suli.server")
@@ -301,19 +302,20 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return SupervisedLoop()
 
 
-def logging_config(level: str) -> dict[str, Any]:
-    """The service's logging: plain lines on stderr for our loggers, uvicorn's and the root."""
+def logging_config(level: str, log_format: str = "text") -> dict[str, Any]:
+    """The service's logging on stderr: plain lines for people or JSON lines to ship
+    (SULI_LOG_FORMAT), one line per request from app.logs. uvicorn's access lines are off: they
+    carry the raw query string, i.e. a caller's query text. The OpenSearch client's request
+    lines show only at debug."""
     upper = level.upper()
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {
-            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
-        },
+        "formatters": {"suli": {"()": logs.formatter_class(log_format)}},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
-                "formatter": "plain",
+                "formatter": "suli",
                 "stream": "ext://sys.stderr",
             },
         },
@@ -321,7 +323,9 @@ def logging_config(level: str) -> dict[str, Any]:
         "loggers": {
             "uvicorn": {"handlers": [], "level": upper, "propagate": True},
             "uvicorn.error": {"handlers": [], "level": upper, "propagate": True},
-            "uvicorn.access": {"handlers": [], "level": upper, "propagate": True},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+            "opensearch": {"level": "DEBUG" if upper == "DEBUG" else "WARNING"},
+            "urllib3": {"level": "DEBUG" if upper == "DEBUG" else "WARNING"},
         },
     }
 
@@ -337,7 +341,8 @@ def build_config(
         port=port,
         workers=workers,
         log_level=log_level,
-        log_config=logging_config(log_level),
+        log_config=logging_config(log_level, settings.log_format),
+        access_log=False,
         loop="app.server:new_event_loop",
         http=GuardedH11Protocol,
         # uvicorn answers 503 to requests past this many connections or tasks in flight; our

@@ -126,6 +126,8 @@ class Settings(BaseSettings):
     # Comma-separated addresses or networks of the load balancers whose X-Forwarded-For and
     # X-Forwarded-Proto are believed (e.g. 10.0.0.0/8); empty: none, the peer is the client.
     trusted_proxies: str = ""
+    # Log lines on stderr: `text` for people, `json` (one object a line) to ship.
+    log_format: Literal["text", "json"] = "text"
     secure_cookies: bool = False  # always mark the session cookie Secure (else: on https only)
 
     @field_validator("outcome_weights")
