@@ -24,8 +24,6 @@ from .helpers import (
     opener,
 )
 
-pytestmark = pytest.mark.integration
-
 
 def ids(body: dict[str, Any]) -> list[str]:
     return [r["id"] for r in body["results"]]

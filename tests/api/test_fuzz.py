@@ -25,8 +25,6 @@ from app.main import create_app
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import fuzz_api
 
-pytestmark = pytest.mark.integration
-
 REQUESTS = int(os.environ.get("SULI_FUZZ_REQUESTS", "1000"))  # per backend
 TIME_BOX_S = float(os.environ.get("SULI_FUZZ_TIME_BOX_S", "300"))  # per backend
 

@@ -24,8 +24,6 @@ from suli.validate import MAX_STRUCT_DEPTH, OMITTED_PROVENANCE
 
 from .helpers import Api, drop, opener, raw_item, seed, settings_for
 
-pytestmark = pytest.mark.integration
-
 
 def nested(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {"source": "deep"}

@@ -20,8 +20,6 @@ import uvicorn
 
 from app.server import GuardedH11Protocol, ServeConfig, fd_budget, logging_config
 
-pytestmark = pytest.mark.e2e
-
 
 async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
     if scope["type"] != "http":

@@ -15,8 +15,6 @@ from .conftest import Service
 from .mcp_client import call, ids, in_memory, over_http, session, text
 from .world import VISIBLE, World
 
-pytestmark = pytest.mark.e2e
-
 INVISIBLE_TO_BOT = {"itm_checklist", "itm_secret", "itm_bobnotes", "itm_other", "itm_hidden"}
 # Newest last activity first: what browsing (no words) must return for ana.
 ANA_BY_ACTIVITY = [

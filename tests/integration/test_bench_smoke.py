@@ -40,7 +40,7 @@ from bench import (
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 
-pytestmark = [pytest.mark.integration, pytest.mark.model]
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture

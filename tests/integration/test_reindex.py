@@ -32,8 +32,6 @@ from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import search_request
 
-pytestmark = pytest.mark.integration
-
 N = 300
 
 

@@ -14,8 +14,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import nfcorpus, quality, tuning
 
-pytestmark = pytest.mark.integration
-
 
 def test_tuning_on_test_is_refused_before_anything_happens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -18,8 +18,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import concurrency
 
-pytestmark = pytest.mark.unit
-
 _served = itertools.count()
 
 

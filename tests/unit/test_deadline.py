@@ -9,8 +9,6 @@ import pytest
 from suli.deadline import Deadline, in_force, time_left
 from suli.errors import DeadlineExceeded
 
-pytestmark = pytest.mark.unit
-
 
 def test_without_a_deadline_in_force_a_call_gets_the_default() -> None:
     assert in_force() is None

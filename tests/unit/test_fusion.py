@@ -6,8 +6,6 @@ from hypothesis import strategies as st
 
 from suli.fusion import rrf
 
-pytestmark = pytest.mark.unit
-
 
 def test_formula_with_one_based_ranks() -> None:
     fused = rrf({"text": [("a", 9.0), ("b", 5.0)], "vector": [("b", 0.9)]}, k=60)
