@@ -52,8 +52,8 @@ with open(sys.argv[1], "w") as out:
     json.dump({"code": int(code), "tests": report.tests}, out)
 """
 
-# What "a service" means here: the fixtures that reach an OpenSearch node or start one.
-SERVICE_FIXTURES = {"opensearch_url", "three_node_cluster", "neural_search_cluster"}
+# What "a service" means here: the fixtures that reach or start an OpenSearch node or redis.
+SERVICE_FIXTURES = {"opensearch_url", "three_node_cluster", "neural_search_cluster", "redis_url"}
 
 
 @pytest.fixture(scope="module")
