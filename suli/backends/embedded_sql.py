@@ -353,8 +353,8 @@ def best_window(
     if start > 0:  # whole words only: back to the start of the word the window cuts
         start = max(marked.rfind(" ", 0, start), marked.rfind("\n", 0, start)) + 1
     if end < n:
-        cut = [k for k in (marked.find(" ", end), marked.find("\n", end)) if k >= 0]
-        end = min(cut) if cut else n
+        breaks = [k for k in (marked.find(" ", end), marked.find("\n", end)) if k >= 0]
+        end = min(breaks) if breaks else n
     text = marked[start:end].strip()
     opens, closes = text.find(MARK_OPEN), text.find(MARK_CLOSE)
     if closes >= 0 and (opens < 0 or closes < opens):

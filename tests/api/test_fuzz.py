@@ -21,8 +21,6 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from bench import fuzz_api
 
-pytestmark = pytest.mark.integration
-
 REQUESTS = int(os.environ.get("SULI_FUZZ_REQUESTS", "1000"))  # per backend
 TIME_BOX_S = float(os.environ.get("SULI_FUZZ_TIME_BOX_S", "300"))  # per backend
 

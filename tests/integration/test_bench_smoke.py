@@ -34,7 +34,7 @@ from suli.embedding import build_embedder
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.model]
+pytestmark = pytest.mark.model
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ import pytest
 
 from bench import nfcorpus, quality, tuning
 
-pytestmark = pytest.mark.integration
-
 
 def test_tuning_on_test_is_refused_before_anything_happens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -19,8 +19,6 @@ from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility
 
-pytestmark = pytest.mark.integration
-
 DIM = 16
 READER = Visibility("ws", "prn_reader", frozenset({"brd_a"}))  # sees brd_a, not brd_b
 

@@ -15,8 +15,6 @@ import pytest
 
 from bench import concurrency
 
-pytestmark = pytest.mark.unit
-
 _served = itertools.count()
 
 

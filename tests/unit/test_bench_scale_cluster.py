@@ -13,8 +13,6 @@ from bench.scale_cluster.recall import exact_topk, recall_at
 from suli.models import Principal
 from suli.visibility import visibility_for
 
-pytestmark = pytest.mark.unit
-
 # Unit vectors; their dot products with (1, 0) are 1, 0, 0.6, 0.8, -1 and with (0, 1)
 # 0, 1, 0.8, 0.6, 0 (worked out by hand).
 VECTORS = np.array([[1, 0], [0, 1], [0.6, 0.8], [0.8, 0.6], [-1, 0]], dtype=np.float32)

@@ -11,8 +11,6 @@ from click.testing import CliRunner
 
 from cli.main import cli
 
-pytestmark = pytest.mark.unit
-
 # Commands that never read Settings: the local node manager (its own state dir) and the
 # item schema (static).
 NO_SETTINGS = ("cluster", "schema")

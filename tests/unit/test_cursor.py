@@ -17,7 +17,6 @@ from suli.errors import InvalidInput
 from suli.settings import Settings
 from suli.validate import search_request
 
-pytestmark = pytest.mark.unit
 SECRET = b"s" * 32
 
 

@@ -9,8 +9,6 @@ import pytest
 from suli.deadline import Deadline, in_force
 from suli.errors import DeadlineExceeded
 
-pytestmark = pytest.mark.unit
-
 
 def test_without_a_deadline_none_is_in_force() -> None:
     assert in_force() is None

@@ -14,7 +14,6 @@ import pytest
 
 from cli.main import cli
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 

@@ -1,13 +1,9 @@
 """Documents use only mapped fields and the model's dimension; the vector is Lucene HNSW."""
 
-import pytest
-
 import mappings
 from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
 from suli.hnsw import Hnsw, hnsw_drift
 from suli.models import Item, Station
-
-pytestmark = pytest.mark.unit
 
 
 def test_documents_use_only_mapped_fields() -> None:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bench import tuning
 from suli.settings import Settings
-
-pytestmark = pytest.mark.unit
 
 # One query: the text leg finds an irrelevant item; the one relevant item is a meaning-only match
 # with similarity 0.25, under the default floor (0.33). A lower floor would keep it and win dev.
