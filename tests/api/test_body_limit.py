@@ -14,8 +14,6 @@ import pytest
 
 from .helpers import Api, World, raw_item
 
-pytestmark = pytest.mark.integration
-
 CAP = 4096
 INGEST_CAP = 65_536
 

@@ -20,8 +20,6 @@ import uvicorn
 from app.server import LINGER_S, GuardedH11Protocol, ServeConfig, build_config, per_client_cap
 from suli.settings import Settings
 
-pytestmark = pytest.mark.e2e
-
 App = Callable[..., Any]
 
 

@@ -18,8 +18,6 @@ from suli.settings import Settings
 
 from .helpers import World, opener
 
-pytestmark = pytest.mark.integration
-
 PROXY = "10.9.8.7"
 STRANGER = "192.0.2.10"
 

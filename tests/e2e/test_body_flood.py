@@ -20,8 +20,6 @@ import pytest
 
 from .served import Served, serving
 
-pytestmark = pytest.mark.e2e
-
 TOTAL = 300 << 20  # what each client means to send
 CHUNK = 64 << 10
 SEND_FOR_S = 10.0  # a client stops sending after this, answered or not

@@ -23,8 +23,6 @@ import pytest
 
 from .served import Served, serving
 
-pytestmark = pytest.mark.e2e
-
 FD_LIMIT = 256
 FLOOD_S = 20.0  # the flood's whole length
 HELD_MAX = 300  # the flooder's open connections at once: past both caps

@@ -6,12 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
-import pytest
 
 from cli import sample
 from suli.embedding import MiniLMEmbedder
-
-pytestmark = pytest.mark.unit
 
 
 class _NoModel:

@@ -16,8 +16,6 @@ from suli.errors import InvalidInput
 from suli.search_params import request_from
 from suli.validate import search_request
 
-pytestmark = pytest.mark.unit
-
 # HTTP's names for the two parameters it spells differently, written out here rather than
 # read from the module under test.
 HTTP_NAME = {"query": "q", "include_hidden": "hidden"}
