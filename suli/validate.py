@@ -6,6 +6,7 @@ Every failure raises InvalidInput naming the field, so each edge reports it the 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
@@ -31,11 +32,11 @@ MAX_QUERY_CHARS = 1000
 MAX_REGEX_CHARS = 200
 MAX_FILTER_VALUES = 50
 # Free-form structured fields (provenance): a document a few levels deep is all a source
-# system needs; deeper ones broke serialization of every answer holding the item (issue
-# 14.3), so they are refused at the door, as are large ones (serialized UTF-8 JSON bytes).
+# system needs; deeper ones broke serialization of every answer holding the item, so they
+# are refused at the door, as are large ones (serialized UTF-8 JSON bytes).
 MAX_STRUCT_DEPTH = 16
 MAX_STRUCT_BYTES = 65_536
-# An item's link is opened by browsers: only web links or an app-relative path (issue 14.8).
+# An item's link is opened by browsers: only web links or an app-relative path.
 URL_SCHEMES = ("http", "https")
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
 
@@ -143,6 +144,7 @@ class ItemIn(_Strict):
     @classmethod
     def _structure(cls, v: Any) -> Any:
         check_structure(v, MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES)
+        check_numbers(v)
         return v
 
     @field_validator("url")
@@ -205,6 +207,65 @@ def check_structure(value: Any, max_depth: int, max_bytes: int | None) -> None:
         return  # not JSON: the field's own type check says so
     if size > max_bytes:
         raise ValueError(f"is {size} bytes as JSON, more than the limit of {max_bytes}")
+
+
+def check_numbers(value: Any) -> None:
+    """Raise ValueError when value holds NaN, an infinity or a number beyond the float range:
+    answers are strict JSON (allow_nan=False), so such a stored number would fail every
+    answer holding the item, and most JSON readers turn a huge integer into an infinity."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        elif isinstance(node, int | float) and not isinstance(node, bool) and not _finite(node):
+            raise ValueError("numbers must be finite and within the float range")
+
+
+def _finite(x: int | float) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """repr(value) cut to limit characters: a reason quotes what a line said, never a megabyte."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def supplied_vector(vector: Any, line_model: Any, model: str, dimension: int) -> list[float]:
+    """A vector an item line brings (`vector`, made by `vector_model`), scaled to unit length,
+    or InvalidInput naming the field.
+
+    Unit length because every similarity is a dot product of unit vectors: a longer vector
+    would multiply its item's similarity past the meaning floor for any query. A zero vector
+    has no direction; NaN, infinities and numbers beyond the float range have no length."""
+    if line_model != model:
+        raise InvalidInput(
+            f"vector_model: vectors here come from {model!r}, the line says {_short(line_model)}",
+            "vector_model",
+        )
+    if not isinstance(vector, list) or not all(
+        isinstance(x, int | float) and not isinstance(x, bool) for x in vector
+    ):
+        raise InvalidInput("vector: must be a list of numbers", "vector")
+    if len(vector) != dimension:
+        raise InvalidInput(f"vector: expected {dimension} dimensions, got {len(vector)}", "vector")
+    if not all(_finite(x) for x in vector):
+        raise InvalidInput("vector: values must be finite numbers within the float range", "vector")
+    values = [float(x) for x in vector]
+    # Scaled by the largest value first, so squaring neither overflows (1e300) nor
+    # underflows to zero (1e-300): the direction is kept for any finite vector.
+    scale = max(abs(x) for x in values) if values else 0.0
+    if scale == 0.0:
+        raise InvalidInput("vector: all zeros (a zero vector has no direction)", "vector")
+    scaled = [x / scale for x in values]
+    norm = math.sqrt(math.fsum(x * x for x in scaled))
+    return [x / norm for x in scaled]
 
 
 OMITTED_PROVENANCE = {"omitted": "stored provenance exceeds the depth or size limit"}
