@@ -55,6 +55,8 @@ def test_workers_index_what_one_process_indexes(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     for workers in ("0", "2"):
         env["SULI_EMBEDDED_PATH"] = str(tmp_path / f"w{workers}.db")
+        # A cache of its own per run: the second run must embed, not read the first's vectors.
+        env["SULI_VECTOR_CACHE"] = str(tmp_path / f"w{workers}.sqlite")
         out = subprocess.run(
             [SULI, "index", "--json", "--workers", workers, str(src)],
             env=env, capture_output=True, check=True,
