@@ -220,6 +220,7 @@ def index_items(
         write()
     except (KeyboardInterrupt, SuliError) as e:
         summary.stopped = "interrupted" if isinstance(e, KeyboardInterrupt) else e.message
+    summary.rejected.sort(key=lambda r: r.line)  # in file order, whichever step refused a line
     if on_progress:
         on_progress(summary)
     return summary

@@ -75,3 +75,18 @@ def test_a_vector_is_not_an_item_field_over_http(api: Api) -> None:
     assert r.status_code == 200, r.text
     [out] = r.json()["items"]
     assert out["status"] == "rejected" and out["reason"].startswith("vector"), out
+
+
+def test_a_body_with_an_integer_past_the_parser_limit_is_a_client_error(api: Api) -> None:
+    body = (
+        '[{"id": "itm_x", "workspace": "ws_main", "title": "x", "provenance": {"n": '
+        + ("9" * 5000)
+        + "}}]"
+    )
+    r = api.client.post(
+        "/api/v1/items",
+        content=body,
+        headers={**api.auth("admin"), "Content-Type": "application/json"},
+    )
+    assert 400 <= r.status_code < 500, r.text
+    assert r.json()["error"]
