@@ -20,13 +20,14 @@ from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
 import mappings
+from cli import sample
 from cli.main import cli
 from indexer.inventory import live_index, physical_indices, read_meta
 from indexer.reindex import Reindexer
-from suli import sample
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder, FakeEmbedder
 from suli.errors import IndexingError, InvalidInput
+from suli.hnsw import Hnsw
 from suli.models import Item
 from suli.service import Searcher
 from suli.settings import Settings
@@ -428,7 +429,7 @@ def test_a_changed_vector_graph_is_noted_and_reindex_builds_it(world: World) -> 
     target = json.loads(out)["report"]["target"]
     client = world.backend.client
     field = client.indices.get_mapping(index=target)[target]["mappings"]["properties"]["vector"]
-    assert mappings.Hnsw.of_mapping(field) == mappings.Hnsw(8, 64, "sq")
+    assert Hnsw.of_mapping(field) == Hnsw(8, 64, "sq")
     assert _ids(client, target) == {it.id for it in sample.build(N).items}
     code, out, err = _suli(world, "status", "--json")
     assert code == 0, err
