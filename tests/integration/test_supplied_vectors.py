@@ -104,8 +104,11 @@ def test_a_long_supplied_vector_does_not_beat_the_meaning_floor(
     searcher = Searcher(backend, MODEL, settings)
     ana = searcher.principal("prn_ana")
     assert settings.meaning_floor > 0.1
-    assert searcher.search(ana, search_request(NONSENSE)).results == ()
+    nothing = searcher.search(ana, search_request(NONSENSE, explain=True))
+    assert not nothing.degraded, nothing.degraded  # the vector leg answered: it found nothing
+    assert [(r.id, r.explain) for r in nothing.results] == []
     found = searcher.search(ana, search_request(QUESTION, explain=True, mode="vector"))
     sims = {r.id: r.explain.vector_similarity for r in found.results if r.explain}
-    assert set(sims) == {"itm_close"}  # the tiny one's 0.5 lies outside the margin of 0.8
+    # the tiny one's 0.5 lies outside the margin of 0.8
+    assert set(sims) == {"itm_close"}, (found.degraded, found.dropped)
     assert sims["itm_close"] == pytest.approx(0.8, abs=1e-3)
