@@ -15,7 +15,8 @@ from typing import IO, Any
 from suli.errors import InvalidInput
 from suli.files import open_private
 from suli.models import Item
-from suli.validate import check_structure, parse_item, supplied_vector
+from suli.validate import check_structure, parse_item
+from suli.vector_input import supplied_vector
 
 # The longest line read: a maximal valid item (a 1M-character body, \u-escaped) fits; a
 # longer one is rejected without being held in memory whole.

@@ -9,13 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suli.errors import InvalidInput
-from suli.validate import (
-    parse_acl,
-    parse_item,
-    parse_principal,
-    search_request,
-    supplied_vector,
-)
+from suli.validate import parse_acl, parse_item, parse_principal, search_request
+from suli.vector_input import supplied_vector
 
 pytestmark = pytest.mark.unit
 
