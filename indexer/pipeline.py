@@ -56,7 +56,7 @@ class Summary:
     reused: int = 0  # items whose stored vector was made from the same text: no model call
     cached: int = 0  # items whose vector came from the vector cache (SULI_VECTOR_CACHE)
     supplied: int = 0  # items that brought their own vector (`vector` + `vector_model`)
-    stopped: str | None = None  # why the run stopped before the end (Ctrl-C, a dead worker)
+    stopped: str | None = None  # why the run stopped early (Ctrl-C, a dead worker, failed writes)
 
     @property
     def ok(self) -> bool:
