@@ -90,7 +90,7 @@ def test_a_long_supplied_vector_does_not_beat_the_meaning_floor(
         line("itm_long", "Heron feeding schedule", aimed(NONSENSE, 0.1, 1000.0))
         # Close to a real question (cosine 0.8), 1000x long too: still found, at 0.8.
         + line("itm_close", "Kestrel notes", aimed(QUESTION, 0.8, 1000.0))
-        + line("itm_tiny", "Osprey notes", aimed(QUESTION, 0.5, 1e-30))
+        + line("itm_tiny", "Osprey notes", aimed(QUESTION, 0.4, 1e-30))
     )
     summary = index_stream(io.BytesIO(data.encode()), backend, MODEL)
     assert (summary.indexed, summary.supplied, summary.rejected) == (3, 3, [])
@@ -103,12 +103,12 @@ def test_a_long_supplied_vector_does_not_beat_the_meaning_floor(
 
     searcher = Searcher(backend, MODEL, settings)
     ana = searcher.principal("prn_ana")
-    assert settings.meaning_floor > 0.1
+    assert (settings.meaning_floor, settings.meaning_margin) == (0.33, 0.3)
     nothing = searcher.search(ana, search_request(NONSENSE, explain=True))
     assert not nothing.degraded, nothing.degraded  # the vector leg answered: it found nothing
     assert [(r.id, r.explain) for r in nothing.results] == []
     found = searcher.search(ana, search_request(QUESTION, explain=True, mode="vector"))
     sims = {r.id: r.explain.vector_similarity for r in found.results if r.explain}
-    # the tiny one's 0.5 lies outside the margin of 0.8
+    # the tiny one's 0.4 is over the floor but outside the margin (0.3) of the best, 0.8
     assert set(sims) == {"itm_close"}, (found.degraded, found.dropped)
     assert sims["itm_close"] == pytest.approx(0.8, abs=1e-3)
