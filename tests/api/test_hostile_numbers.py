@@ -17,8 +17,6 @@ from app.main import create_app
 
 from .helpers import Api, opener, raw_item, seed, settings_for
 
-pytestmark = pytest.mark.unit
-
 HOSTILE = {
     "itm_nan": '{"n": NaN}',
     "itm_inf": '{"n": [1, -Infinity]}',

@@ -29,8 +29,6 @@ from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.settings import Settings
 
-pytestmark = pytest.mark.integration
-
 TIMEOUT_S = 1.0  # the client's timeout: a stalled bulk fails fast
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from indexer.workers import EmbedPool
 from suli.backends.embedded import EmbeddedBackend

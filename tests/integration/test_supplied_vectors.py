@@ -29,8 +29,6 @@ from suli.settings import Settings
 from suli.validate import search_request
 from suli.visibility import Visibility
 
-pytestmark = pytest.mark.integration
-
 MODEL = FakeEmbedder()
 WS = "ws"
 NONSENSE = "zqxv blorft wuggle"

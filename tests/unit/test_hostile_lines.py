@@ -14,7 +14,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +21,6 @@ from indexer.pipeline import index_stream
 from suli.backends.base import BulkOutcome
 from suli.embedding import FakeEmbedder
 from suli.models import Item
-
-pytestmark = pytest.mark.unit
 
 MODEL = FakeEmbedder()
 DIM = MODEL.dimension

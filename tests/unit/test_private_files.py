@@ -16,8 +16,6 @@ from click.testing import CliRunner
 from cli.main import cli
 from suli.files import open_private
 
-pytestmark = pytest.mark.unit
-
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
