@@ -47,7 +47,7 @@ class TextForm:
     title_boost: float = 0.0
 
 
-# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md, issue 15).
+# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md).
 TEXT_FORM = TextForm("content", 0.25)
 
 
@@ -66,6 +66,12 @@ HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
     "stemmed": ["title", "body", "caption"],
     "plain": ["title.plain", "body.plain", "caption.plain"],
 }
+# How far into a field the highlighter analyses, in UTF-16 code units (Java's string length):
+# without it OpenSearch fails the whole search when a matching item's field is longer than
+# `index.highlight.max_analyzed_offset` (1,000,000 by default), and the validator admits a
+# body of 1,000,000 characters, which an emoji doubles. Past this offset a long body simply
+# gives no fragment. It may not exceed the index setting, so it is that setting's default.
+HIGHLIGHT_MAX_OFFSET = 1_000_000
 SOURCE_EXCLUDES = ["vector", "embedded_text_sha"]
 MAX_DETERMINIZED_STATES = (
     10_000  # bounds a regex's automaton: a hostile pattern errors, never hangs
@@ -190,6 +196,7 @@ def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
             # The query names the combined field; the fragments come from title, body and
             # caption, which share its analyzer, so their terms are the query's terms.
             "require_field_match": False,
+            "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
             "fields": {f: {} for f in HIGHLIGHT_FIELDS[q.text_fields]},
         },
     }
@@ -402,6 +409,25 @@ def doc_to_item(src: dict[str, Any]) -> Item:
         url=src.get("url") or "",
         hidden=bool(src.get("hidden")),
     )
+
+
+def leg_error(response: dict[str, Any]) -> str:
+    """One failed leg's cause as the engine gave it: the root cause, not the wrapper.
+
+    A shard's error comes wrapped in `search_phase_execution_exception: all shards failed`,
+    which says nothing; and a request the engine refused (4xx, say in its query phase) is
+    not the engine being unavailable, so the line says which of the two it was.
+    """
+    err = response["error"]
+    status = int(response.get("status") or 500)
+    refused = 400 <= status < 500 and status != 429
+    head = f"{'refused' if refused else 'failed'} by OpenSearch (status {status}"
+    if not isinstance(err, dict):
+        return f"{head}): {err}"
+    phase = f", {err['phase']} phase" if err.get("phase") else ""
+    causes = err.get("root_cause") or [err]
+    cause = causes[0] if isinstance(causes[0], dict) else err
+    return f"{head}{phase}): {cause.get('type', 'error')}: {cause.get('reason')}"
 
 
 def cosine_from_score(score: float) -> float:

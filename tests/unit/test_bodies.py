@@ -112,3 +112,22 @@ def test_text_forms() -> None:
     )
     assert fields(b.TextForm("cross_fields")) == ("cross_fields", b.TEXT_FIELDS["stemmed"])
     assert fields(b.TextForm("most_fields"), "plain") == ("most_fields", b.TEXT_FIELDS["plain"])
+
+
+def test_a_refused_leg_is_named_by_its_root_cause() -> None:
+    # The shape OpenSearch gives a shard's query-phase refusal inside `_msearch`.
+    refused = {
+        "status": 400,
+        "error": {
+            "type": "search_phase_execution_exception",
+            "reason": "all shards failed",
+            "phase": "query",
+            "root_cause": [{"type": "illegal_argument_exception", "reason": "field too long"}],
+        },
+    }
+    assert b.leg_error(refused) == (
+        "refused by OpenSearch (status 400, query phase): "
+        "illegal_argument_exception: field too long"
+    )
+    lost = {"status": 503, "error": {"type": "no_shard_available_action_exception"}}
+    assert b.leg_error(lost).startswith("failed by OpenSearch (status 503)")

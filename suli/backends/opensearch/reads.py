@@ -81,15 +81,11 @@ class Reads(Indices):
                     responses[n] = self.client.search(index=self.alias, body=body, params=again)
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
-                err = r["error"]
-                reason = err.get("reason") if isinstance(err, dict) else str(err)
                 # With a regex, a 400 in either leg comes from the user's pattern (Lucene's
                 # dialect refuses some patterns Python accepts, e.g. "a{2"): bad input, not a fault.
-                if query.regex and (r.get("status") == 400 or "regexp" in str(err)):
+                if query.regex and (r.get("status") == 400 or "regexp" in str(r["error"])):
                     raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
-                errors[leg] = (
-                    f"{err.get('type', 'error') if isinstance(err, dict) else 'error'}: {reason}"
-                )
+                errors[leg] = bodies.leg_error(r)
                 continue
             if r.get("timed_out"):
                 errors[leg] = "timed out"
