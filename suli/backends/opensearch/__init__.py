@@ -6,6 +6,7 @@ Cut into rooms, each a layer over the ones below it:
     visibility  visibility-document upkeep (opensearch_vis holds the pure builders)
     directory   board ACLs, principals, tokens, sessions (the ACL index)
     indices     physical index, alias, ACL index, migrations, the write guard
+    workspaces  an index per workspace when SULI_ISOLATE_WORKSPACES is on
     reads       the two legs, browse, get, vectors, facets, referencing, count, export
     writes      bulk upsert and delete with retries
 
@@ -36,6 +37,8 @@ class OpenSearchBackend(Reads, Writes):
             "alias": self.alias,
             "index": index,
         }
+        if self.isolated:
+            info["workspace_indices"] = len(self.workspace_aliases())
         if index:
             got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
             info["model"] = (got[index]["mappings"].get("_meta") or {}).get("model") or None

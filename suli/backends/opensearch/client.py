@@ -105,6 +105,10 @@ class Connection:
         self._seen: dict[str, tuple[str, int, int]] = {}
         # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
         self.text_form = bodies.TEXT_FORM
+        # Every workspace in an index of its own (suli.backends.opensearch.workspaces).
+        self.isolated = settings.isolate_workspaces
+        self.workspace: str | None = None  # set on a view of one workspace's index
+        self._workspaces: set[str] = set()  # workspaces whose index is known to exist
 
     def _left(self, timeout_s: float | None = None, since: float | None = None) -> float:
         """Seconds one read may take (<= 0 when none): the client's default timeout, cut to
@@ -137,9 +141,13 @@ class Connection:
         what: str,
         index: str | None = None,
         timeout_s: float | None = None,
+        missing_ok: bool = False,
     ) -> dict[str, Any]:
+        """One search; `missing_ok`: an index or alias not made yet answers with no hits."""
         params = self._params(timeout_s)
         params.pop("timeout", None)
+        if missing_ok:
+            params["ignore_unavailable"] = "true"
         return wrap(
             lambda: self.client.search(index=index or self.alias, body=body, params=params), what
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 import opensearchpy
 
@@ -27,8 +28,8 @@ class Indices(Directory):
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
         return f"{self.alias}-v{mappings.mapping_version()}-{stamp}"
 
-    def create_physical(self, shards: int | None = None, replicas: int | None = None) -> str:
-        name = self.physical_name()
+    def index_body(self, shards: int | None = None, replicas: int | None = None) -> dict[str, Any]:
+        """The items index this Suli makes (one workspace's: its `_meta` names it)."""
         body = mappings.items_index(
             self.dimension,
             shards=shards or self.settings.shards,
@@ -36,6 +37,13 @@ class Indices(Directory):
             model=self.model,
             hnsw=self.settings.hnsw,
         )
+        if self.workspace is not None:
+            body["mappings"]["_meta"]["workspace"] = self.workspace
+        return body
+
+    def create_physical(self, shards: int | None = None, replicas: int | None = None) -> str:
+        name = self.physical_name()
+        body = self.index_body(shards, replicas)
         wrap(lambda: self.client.indices.create(index=name, body=body), "create index")
         return name
 
@@ -107,7 +115,7 @@ class Indices(Directory):
     def _keys_ok(self) -> None:
         """Refuse writes into an index whose documents still have bare-id `_id`s: a write
         there would add a second copy of an item instead of replacing it."""
-        if self._keyed:
+        if self._keyed or self.isolated:  # per-workspace indices are keyed from the start
             return
         index = self.current_index()
         if index is None:

@@ -16,7 +16,7 @@ from suli.backends import opensearch_bodies as bodies
 from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import FACET_CAP, Facets, Hit, LegQuery, LegResults, MatchSet
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
-from suli.backends.opensearch.indices import Indices
+from suli.backends.opensearch.workspaces import Workspaces
 from suli.errors import InvalidInput
 from suli.models import Filters, Item
 from suli.visibility import Visibility
@@ -24,7 +24,7 @@ from suli.visibility import Visibility
 log = logging.getLogger(__name__)
 
 
-class Reads(Indices):
+class Reads(Workspaces):
     """Every read of the items, under the caller's visibility (a stored one checked in the
     same round trip)."""
 
@@ -43,7 +43,7 @@ class Reads(Indices):
         if query.vis.stored is not None:  # the boards' check rides in the same request
             lines += [{"index": self.acl_index}, visdocs.check_body(query.vis)]
         for _, body in legs:
-            lines += [{"index": self.alias}, body]
+            lines += [self.items_header(query.vis.workspace), body]
         started = time.monotonic()
         params = self._params(query.timeout_s, started)
         search_timeout = params.pop("timeout", None)
@@ -77,8 +77,11 @@ class Reads(Indices):
                 again = self._params(query.timeout_s, started)
                 if "timeout" in again:
                     body = {**body, "timeout": again.pop("timeout")}
+                if self.isolated:
+                    again["ignore_unavailable"] = "true"
+                index = self.items_index(query.vis.workspace)
                 with contextlib.suppress(opensearchpy.TransportError):
-                    responses[n] = self.client.search(index=self.alias, body=body, params=again)
+                    responses[n] = self.client.search(index=index, body=body, params=again)
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
                 # With a regex, a 400 in either leg comes from the user's pattern (Lucene's
@@ -127,18 +130,18 @@ class Reads(Indices):
         """One search of the items under `vis`; a stored visibility's check rides along in
         the same `_msearch` (one round trip), and a failed check falls back to the ACLs."""
         if vis.stored is None:
-            return self._search(make(vis), what, timeout_s=timeout_s)
+            return self._items_search(vis, make(vis), what, timeout_s)
         params = self._params(timeout_s)
         params.pop("timeout", None)
         lines = [
             {"index": self.acl_index},
             visdocs.check_body(vis),
-            {"index": self.alias},
+            self.items_header(vis.workspace),
             make(vis),
         ]
         check, got = wrap(lambda: self.client.msearch(body=lines, params=params), what)["responses"]
         if visdocs.resolved(vis, check) is None:
-            return self._search(make(self._from_acls(vis)), what, timeout_s=timeout_s)
+            return self._items_search(vis, make(self._from_acls(vis)), what, timeout_s)
         if "error" in got:  # raised as the plain search would have raised it
             err = got["error"]
             kind = err.get("type", "error") if isinstance(err, dict) else str(err)
@@ -150,6 +153,12 @@ class Reads(Indices):
 
             return wrap(fail, what)
         return dict(got)
+
+    def _items_search(
+        self, vis: Visibility, body: dict[str, Any], what: str, timeout_s: float | None
+    ) -> dict[str, Any]:
+        index = self.items_index(vis.workspace)
+        return self._search(body, what, index=index, timeout_s=timeout_s, missing_ok=self.isolated)
 
     def browse(
         self,
@@ -216,7 +225,10 @@ class Reads(Indices):
     def count(self) -> int:
         params = self._params()
         params.pop("timeout", None)
-        r = wrap(lambda: self.client.count(index=self.alias, params=params), "count")
+        if self.isolated:
+            params["ignore_unavailable"] = "true"
+        index = self.every_items_index()
+        r = wrap(lambda: self.client.count(index=index, params=params), "count")
         return int(r["count"])
 
     def all_items(self) -> Iterator[Item]:
@@ -226,8 +238,11 @@ class Reads(Indices):
             "sort": [{"workspace": "asc"}, {"id": "asc"}],
             "_source": {"excludes": bodies.SOURCE_EXCLUDES},
         }
+        index = self.every_items_index()
         while True:  # search_after on (workspace, id), unique: stable pages without a scroll
-            hits = self._search(body, "export")["hits"]["hits"]
+            hits = self._search(body, "export", index=index, missing_ok=self.isolated)["hits"][
+                "hits"
+            ]
             if not hits:
                 return
             yield from (bodies.doc_to_item(h["_source"]) for h in hits)

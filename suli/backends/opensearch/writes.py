@@ -22,7 +22,7 @@ from tenacity import (
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import KEEP_GONE, BulkOutcome
-from suli.backends.opensearch.indices import Indices
+from suli.backends.opensearch.workspaces import Workspaces
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
 from suli.models import Item
@@ -37,7 +37,7 @@ BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on 
 BULK_CHUNK = 500
 
 
-class Writes(Indices):
+class Writes(Workspaces):
     """Items into the live index (or a named one, for `suli reindex`); every id ends indexed,
     missing or rejected with its reason."""
 
@@ -178,7 +178,7 @@ class Writes(Indices):
                     "_source": bodies.item_to_doc(item, vec, ehash),
                 }
             )
-        out = self._bulk(actions, index)
+        out = self._bulk(actions, index) if index else self._bulk_routed(actions)
         # Deleted (404) or written (409) since its hash was read: nothing was written.
         gone = [i for i in [*out.missing, *out.rejected, *unseen] if i in keep]
         if not gone:
@@ -195,7 +195,9 @@ class Writes(Indices):
             return {}
         ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
         try:
-            r = self._search(bodies.stored_hashes_body(ids), "stored hashes")
+            index = ",".join(sorted({self.items_index(w) for w, _ in keyed}))
+            body = bodies.stored_hashes_body(ids)
+            r = self._search(body, "stored hashes", index=index, missing_ok=self.isolated)
         except (BackendUnavailable, DeadlineExceeded) as e:
             # Only an optimisation: while shards move (a node lost) the items are embedded
             # again rather than the write path failing on a read.
@@ -212,6 +214,28 @@ class Writes(Indices):
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
         self._keys_ok()
-        return self._bulk(
-            [{"_op_type": "delete", "_id": keys.key(workspace, i)} for i in dict.fromkeys(ids)]
+        wanted = list(dict.fromkeys(ids))
+        if self.isolated and not self._workspace_ready(workspace, create=False):
+            return BulkOutcome(indexed=(), rejected={}, retries=0, missing=tuple(wanted))
+        return self._bulk_routed(
+            [{"_op_type": "delete", "_id": keys.key(workspace, i)} for i in wanted]
+        )
+
+    def _bulk_routed(self, actions: list[dict[str, Any]]) -> BulkOutcome:
+        """Actions into the live index; isolated, each into its workspace's (made on the
+        workspace's first write), the outcomes joined."""
+        if not self.isolated:
+            return self._bulk(actions)
+        by_workspace: dict[str, list[dict[str, Any]]] = {}
+        for a in actions:
+            by_workspace.setdefault(keys.split(a["_id"])[0], []).append(a)
+        parts = []
+        for workspace, group in by_workspace.items():
+            self._workspace_ready(workspace, create=True)
+            parts.append(self._bulk(group, self.items_index(workspace)))
+        return BulkOutcome(
+            indexed=tuple(i for p in parts for i in p.indexed),
+            rejected={k: v for p in parts for k, v in p.rejected.items()},
+            retries=sum(p.retries for p in parts),
+            missing=tuple(i for p in parts for i in p.missing),
         )
