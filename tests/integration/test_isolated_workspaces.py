@@ -9,13 +9,17 @@ order is always the tie-break's (item id), whatever B holds.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
+from cli.main import cli
 from indexer.reindex import Reindexer
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch.workspaces import workspace_alias
@@ -165,3 +169,47 @@ def test_reindex_and_rollback_work_on_a_workspace_index(
     assert sorted(os_client.indices.get_alias(name=view.alias)) == first
     assert searcher.search(a, search_request("buoy", limit=25)).total == 30
     backend.close()
+
+
+def test_suli_reindex_rollback_and_status_cover_every_workspace_index(
+    opensearch_url: str, make_index_name: Callable[[], str], tmp_path: Path, os_client: OpenSearch
+) -> None:
+    alias = make_index_name()
+    searcher = _searcher(opensearch_url, alias, tmp_path, isolated=True)
+    _load(
+        searcher, [Item(f"itm_{n}", ws, f"pier {n}") for n in range(6) for ws in ("ws_a", "ws_b")]
+    )
+    env = {
+        "SULI_OPENSEARCH_URL": opensearch_url,
+        "SULI_INDEX_ALIAS": alias,
+        "SULI_ACL_INDEX": f"{alias}-acl",
+        "SULI_EMBEDDER": "fake",
+        "SULI_HOME": str(tmp_path),
+        "SULI_ISOLATE_WORKSPACES": "true",
+    }
+
+    def suli(*args: str) -> dict[str, Any]:
+        result = CliRunner().invoke(cli, [*args, "--json"], env=env)
+        assert result.exit_code == 0, result.output
+        return dict(json.loads(result.stdout))
+
+    ws_aliases = {workspace_alias(alias, w) for w in ("ws_a", "ws_b")}
+    before = {a: sorted(os_client.indices.get_alias(name=a)) for a in ws_aliases}
+    status = suli("status")
+    assert {r["alias"]: r["docs"] for r in status["workspaces"]} == dict.fromkeys(ws_aliases, 6)
+    runs = suli("reindex")["aliases"]
+    assert [r["plan"]["alias"] for r in runs] == [alias, *sorted(ws_aliases)]
+    assert all(r["report"]["verification"]["problems"] == [] for r in runs)
+    for a in ws_aliases:
+        (now,) = os_client.indices.get_alias(name=a)
+        assert [now] != before[a]
+    status = suli("status")
+    assert all(r["older"] == before[r["alias"]] for r in status["workspaces"])
+    back = suli("reindex", "--rollback")["aliases"]
+    assert {r["rollback"]["alias"] for r in back} == {alias, *ws_aliases}
+    assert {a: sorted(os_client.indices.get_alias(name=a)) for a in ws_aliases} == before
+    # Served from the indices rolled back to, each workspace its own six.
+    for who in ("prn_a", "prn_b"):
+        got = searcher.search(searcher.principal(who), search_request("pier", limit=25))
+        assert got.total == 6 and got.degraded == ()
+    searcher.backend.close()
