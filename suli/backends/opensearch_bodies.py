@@ -430,6 +430,17 @@ def leg_error(response: dict[str, Any]) -> str:
     return f"{head}{phase}): {cause.get('type', 'error')}: {cause.get('reason')}"
 
 
+def refusal(response: dict[str, Any]) -> str | None:
+    """The root cause's type when the engine refused a leg's request (a 4xx other than 429:
+    it will refuse it again), None when the leg failed otherwise."""
+    status = int(response.get("status") or 500)
+    if not 400 <= status < 500 or status == 429:
+        return None
+    err = response.get("error")
+    causes = (err.get("root_cause") or [err]) if isinstance(err, dict) else [{}]
+    return str((causes[0] if isinstance(causes[0], dict) else {}).get("type") or "error")
+
+
 def cosine_from_score(score: float) -> float:
     """Lucene's cosinesimil score is (1 + cos) / 2; turn it back into the cosine."""
     return 2.0 * score - 1.0

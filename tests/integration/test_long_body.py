@@ -1,4 +1,5 @@
-"""A body the validator admits never takes out word search: the highlighter is bounded.
+"""A body the validator admits never takes out word search: the highlighter is bounded; and a
+leg the engine refuses is reported as refused, not as the engine being unavailable.
 
 OpenSearch measures a field for highlighting in UTF-16 code units and refuses a search that
 would highlight one longer than `index.highlight.max_analyzed_offset` (1,000,000); the
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from suli.backends import opensearch_bodies as bodies
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
+from suli.errors import BackendUnavailable, SuliError
 from suli.models import Principal
 from suli.service import Searcher
 from suli.settings import Settings
@@ -68,3 +71,21 @@ def test_a_search_matching_a_body_past_the_highlight_limit_answers_whole(
     # The other item is still found by its own words in the same workspace.
     other = searcher.search(who, search_request("keeper", mode=mode))
     assert other.degraded == () and {r.id for r in other.results} >= {"itm_long", "itm_short"}
+
+
+def test_a_leg_the_engine_refuses_is_reported_as_refused_not_unavailable(
+    searcher: Searcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A highlight bound past the index's own: the engine refuses every such request.
+    monkeypatch.setattr(bodies, "HIGHLIGHT_MAX_OFFSET", 2_000_000)
+    who = searcher.principal("prn_a")
+    hybrid = searcher.search(who, search_request("lighthouse logbook"))
+    (why,) = hybrid.degraded
+    assert why.leg == "text" and why.reason.startswith("refused by OpenSearch (status 400")
+    assert "max_analyzer_offset" in why.reason
+    assert [r.id for r in hybrid.results][:1] == ["itm_long"]  # the vector leg still answers
+    with pytest.raises(SuliError, match="refused the search") as caught:
+        searcher.search(who, search_request("lighthouse logbook", mode="text"))
+    assert not isinstance(caught.value, BackendUnavailable)
+    assert "illegal_argument_exception" in caught.value.message
+    assert "test-" not in caught.value.message  # no index names

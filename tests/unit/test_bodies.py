@@ -131,3 +131,6 @@ def test_a_refused_leg_is_named_by_its_root_cause() -> None:
     )
     lost = {"status": 503, "error": {"type": "no_shard_available_action_exception"}}
     assert b.leg_error(lost).startswith("failed by OpenSearch (status 503)")
+    assert b.refusal(refused) == "illegal_argument_exception"
+    assert b.refusal(lost) is None
+    assert b.refusal({"status": 429, "error": {"type": "rejected_execution_exception"}}) is None

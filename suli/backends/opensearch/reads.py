@@ -17,7 +17,7 @@ from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import FACET_CAP, Facets, Hit, LegQuery, LegResults, MatchSet
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
 from suli.backends.opensearch.workspaces import Workspaces
-from suli.errors import InvalidInput
+from suli.errors import InvalidInput, SuliError
 from suli.models import Filters, Item
 from suli.visibility import Visibility
 
@@ -82,6 +82,7 @@ class Reads(Workspaces):
                 index = self.items_index(query.vis.workspace)
                 with contextlib.suppress(opensearchpy.TransportError):
                     responses[n] = self.client.search(index=index, body=body, params=again)
+        refused: list[str] = []
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
                 # With a regex, a 400 in either leg comes from the user's pattern (Lucene's
@@ -89,6 +90,8 @@ class Reads(Workspaces):
                 if query.regex and (r.get("status") == 400 or "regexp" in str(r["error"])):
                     raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
                 errors[leg] = bodies.leg_error(r)
+                if (kind := bodies.refusal(r)) is not None:
+                    refused.append(kind)
                 continue
             if r.get("timed_out"):
                 errors[leg] = "timed out"
@@ -116,6 +119,12 @@ class Reads(Workspaces):
         # (bench/term_stats.py: without this, 57-85 % of orders moved where scores moved 7 %).
         for hits in out.values():
             hits.sort(key=lambda h: (-h.score, h.id))
+        if len(refused) == len(legs):
+            # Every leg refused: a request the engine will never accept is a fault of Suli's,
+            # not the engine being away ("unavailable, retry shortly" would be untrue). Only
+            # the error types go out; the reasons name indices.
+            log.warning("OpenSearch refused every search leg: %s", "; ".join(errors.values()))
+            raise SuliError(f"OpenSearch refused the search ({', '.join(refused)})")
         return LegResults(
             tuple(out["text"]), tuple(out["vector"]), errors, timings, text_total, vis
         )
