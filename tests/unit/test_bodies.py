@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from suli.backends import opensearch_bodies as b
+from suli.backends import opensearch_docs as d
 from suli.backends.base import LegQuery
 from suli.models import Filters
 from suli.visibility import Visibility
@@ -80,7 +81,7 @@ def test_user_text_is_never_query_syntax() -> None:
 
 
 def test_cosine_from_score() -> None:
-    assert b.cosine_from_score(1.0) == 1.0 and b.cosine_from_score(0.5) == 0.0
+    assert d.cosine_from_score(1.0) == 1.0 and d.cosine_from_score(0.5) == 0.0
 
 
 def test_facets_over_a_search_use_the_text_legs_own_query() -> None:
@@ -125,12 +126,12 @@ def test_a_refused_leg_is_named_by_its_root_cause() -> None:
             "root_cause": [{"type": "illegal_argument_exception", "reason": "field too long"}],
         },
     }
-    assert b.leg_error(refused) == (
+    assert d.leg_error(refused) == (
         "refused by OpenSearch (status 400, query phase): "
         "illegal_argument_exception: field too long"
     )
     lost = {"status": 503, "error": {"type": "no_shard_available_action_exception"}}
-    assert b.leg_error(lost).startswith("failed by OpenSearch (status 503)")
-    assert b.refusal(refused) == "illegal_argument_exception"
-    assert b.refusal(lost) is None
-    assert b.refusal({"status": 429, "error": {"type": "rejected_execution_exception"}}) is None
+    assert d.leg_error(lost).startswith("failed by OpenSearch (status 503)")
+    assert d.refusal(refused) == "illegal_argument_exception"
+    assert d.refusal(lost) is None
+    assert d.refusal({"status": 429, "error": {"type": "rejected_execution_exception"}}) is None

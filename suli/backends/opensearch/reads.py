@@ -13,6 +13,7 @@ from typing import Any
 import opensearchpy
 
 from suli.backends import opensearch_bodies as bodies
+from suli.backends import opensearch_docs as docs
 from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import FACET_CAP, Facets, Hit, LegQuery, LegResults, MatchSet
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
@@ -89,8 +90,8 @@ class Reads(Workspaces):
                 # dialect refuses some patterns Python accepts, e.g. "a{2"): bad input, not a fault.
                 if query.regex and (r.get("status") == 400 or "regexp" in str(r["error"])):
                     raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
-                errors[leg] = bodies.leg_error(r)
-                if (kind := bodies.refusal(r)) is not None:
+                errors[leg] = docs.leg_error(r)
+                if (kind := docs.refusal(r)) is not None:
                     refused.append(kind)
                 continue
             if r.get("timed_out"):
@@ -109,10 +110,10 @@ class Reads(Workspaces):
             for h in r["hits"]["hits"]:
                 score = float(h["_score"] or 0.0)
                 if leg == "vector":
-                    score = bodies.cosine_from_score(score)
-                hl = bodies.ordered_highlights(h.get("highlight") or {})
+                    score = docs.cosine_from_score(score)
+                hl = docs.ordered_highlights(h.get("highlight") or {})
                 src = h["_source"]
-                build = functools.partial(bodies.doc_to_item, src)
+                build = functools.partial(docs.doc_to_item, src)
                 out[leg].append(Hit.deferred(src["id"], src.get("outcome"), score, hl, build))
         # Equal scores come back in Lucene doc-id order, which segment merges renumber, so
         # any write (another workspace's too) could reorder them: ties go by item id instead
@@ -190,7 +191,7 @@ class Reads(Workspaces):
                     "regex: pattern is too complex or not valid here", "regex"
                 ) from e
             raise
-        items = [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
+        items = [docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
         return items, int(r["hits"]["total"]["value"])
 
     def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
@@ -198,7 +199,7 @@ class Reads(Workspaces):
             return {}
         wanted = list(dict.fromkeys(ids))
         r = self._read(vis, lambda v: bodies.ids_body(v, wanted), "get")
-        return {h["_source"]["id"]: bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
+        return {h["_source"]["id"]: docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
 
     def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
         if not ids:
@@ -229,7 +230,7 @@ class Reads(Workspaces):
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         r = self._read(vis, lambda v: bodies.referencing_body(v, item_id, limit), "related")
-        return [bodies.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
+        return [docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
 
     def count(self) -> int:
         params = self._params()
@@ -254,5 +255,5 @@ class Reads(Workspaces):
             ]
             if not hits:
                 return
-            yield from (bodies.doc_to_item(h["_source"]) for h in hits)
+            yield from (docs.doc_to_item(h["_source"]) for h in hits)
             body["search_after"] = hits[-1]["sort"]

@@ -21,6 +21,7 @@ from tenacity import (
 
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
+from suli.backends import opensearch_docs as docs
 from suli.backends.base import KEEP_GONE, BulkOutcome
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.embedding import embed_hash
@@ -148,7 +149,7 @@ class Writes(Workspaces):
             ehash = embed_hash(self.model, item.embed_text())
             if vec is None:
                 key = keys.key(item.workspace, item.id)
-                doc = bodies.item_to_doc(item, (), ehash)
+                doc = docs.item_to_doc(item, (), ehash)
                 del doc["vector"]
                 keep.add(item.id)
                 seen = self._seen.pop(key, None)
@@ -175,7 +176,7 @@ class Writes(Workspaces):
                 {
                     "_op_type": "index",
                     "_id": keys.key(item.workspace, item.id),
-                    "_source": bodies.item_to_doc(item, vec, ehash),
+                    "_source": docs.item_to_doc(item, vec, ehash),
                 }
             )
         out = self._bulk(actions, index) if index else self._bulk_routed(actions)
