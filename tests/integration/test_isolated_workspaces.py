@@ -137,6 +137,8 @@ def test_each_workspace_gets_its_index_on_first_write_and_reads_only_it(
         ("ws_b", "itm_1"),
     ]
     assert set(backend.workspace_aliases().values()) == {"ws_a", "ws_b"}
+    wanted = [("ws_a", "itm_1"), ("ws_b", "itm_1"), ("ws_c", "itm_1")]  # ws_c: no index
+    assert set(backend.stored_hashes(wanted)) == {("ws_a", "itm_1"), ("ws_b", "itm_1")}
     assert backend.delete("ws_b", ["itm_1"]).indexed == ("itm_1",)
     backend.refresh()
     assert searcher.search(b, search_request("harbour")).results == ()

@@ -233,12 +233,13 @@ class Reads(Workspaces):
         return [docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
 
     def count(self) -> int:
+        if self.isolated:
+            body = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
+            got = self._search_many(self.every_items_index(), body, "count")
+            return int(got["hits"]["total"]["value"])
         params = self._params()
         params.pop("timeout", None)
-        if self.isolated:
-            params["ignore_unavailable"] = "true"
-        index = self.every_items_index()
-        r = wrap(lambda: self.client.count(index=index, params=params), "count")
+        r = wrap(lambda: self.client.count(index=self.alias, params=params), "count")
         return int(r["count"])
 
     def all_items(self) -> Iterator[Item]:
@@ -248,11 +249,13 @@ class Reads(Workspaces):
             "sort": [{"workspace": "asc"}, {"id": "asc"}],
             "_source": {"excludes": bodies.SOURCE_EXCLUDES},
         }
-        index = self.every_items_index()
+        names = self.every_items_index()
         while True:  # search_after on (workspace, id), unique: stable pages without a scroll
-            hits = self._search(body, "export", index=index, missing_ok=self.isolated)["hits"][
-                "hits"
-            ]
+            if self.isolated:
+                r = self._search_many(names, body, "export")
+            else:
+                r = self._search(body, "export")
+            hits = r["hits"]["hits"]
             if not hits:
                 return
             yield from (docs.doc_to_item(h["_source"]) for h in hits)

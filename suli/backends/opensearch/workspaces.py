@@ -19,6 +19,7 @@ from typing import Any, Self
 import opensearchpy
 
 import mappings
+from suli.backends import opensearch_docs as docs
 from suli.backends.opensearch.client import wrap
 from suli.backends.opensearch.indices import Indices
 from suli.errors import BackendUnavailable
@@ -71,10 +72,7 @@ class Workspaces(Indices):
         live = {a: index for index, v in got.items() for a in v.get("aliases", {})}
         if not live:
             return {}
-        metas = wrap(
-            lambda: self.client.indices.get_mapping(index=",".join(sorted(set(live.values())))),
-            "workspace mappings",
-        )
+        metas = wrap(lambda: self.client.indices.get_mapping(index=pattern), "workspace mappings")
         out = {}
         for alias, index in sorted(live.items()):
             meta = metas[index]["mappings"].get("_meta") or {}
@@ -85,12 +83,26 @@ class Workspaces(Indices):
     def workspace_views(self) -> list[Self]:
         return [self.for_workspace(w) for w in self.workspace_aliases().values()]
 
-    def every_items_index(self) -> str:
-        """An index expression for every item: the shared alias and, isolated, each
-        workspace's (searched with `ignore_unavailable`)."""
+    def every_items_index(self) -> list[str]:
+        """Every index name items live behind: the shared alias and, isolated, each
+        workspace's."""
         if not self.isolated:
-            return self.alias
-        return ",".join([self.alias, *self.workspace_aliases()])
+            return [self.alias]
+        return [self.alias, *self.workspace_aliases()]
+
+    def _search_many(self, names: list[str], body: dict[str, Any], what: str) -> dict[str, Any]:
+        """One search over these indices or aliases, none of which need exist yet. The names
+        go in an `_msearch` header, not the URL: a thousand workspaces' aliases would pass
+        the engine's 4 KB limit on a request line."""
+        if len(names) == 1:
+            return self._search(body, what, index=names[0], missing_ok=True)
+        params = self._params()
+        params.pop("timeout", None)
+        lines = [{"index": ",".join(names), "ignore_unavailable": True}, body]
+        (got,) = wrap(lambda: self.client.msearch(body=lines, params=params), what)["responses"]
+        if "error" in got:
+            raise BackendUnavailable(f"OpenSearch failed {what}: {docs.leg_error(got)}")
+        return dict(got)
 
     def refresh(self) -> None:
         names = f"{self.alias},{self.acl_index}"

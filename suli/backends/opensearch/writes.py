@@ -196,9 +196,12 @@ class Writes(Workspaces):
             return {}
         ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
         try:
-            index = ",".join(sorted({self.items_index(w) for w, _ in keyed}))
             body = bodies.stored_hashes_body(ids)
-            r = self._search(body, "stored hashes", index=index, missing_ok=self.isolated)
+            if self.isolated:
+                names = sorted({self.items_index(w) for w, _ in keyed})
+                r = self._search_many(names, body, "stored hashes")
+            else:
+                r = self._search(body, "stored hashes")
         except (BackendUnavailable, DeadlineExceeded) as e:
             # Only an optimisation: while shards move (a node lost) the items are embedded
             # again rather than the write path failing on a read.
