@@ -37,8 +37,6 @@ class OpenSearchBackend(Reads, Writes):
             "alias": self.alias,
             "index": index,
         }
-        if self.isolated:
-            info["workspace_indices"] = len(self.workspace_aliases())
         if index:
             got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
             info["model"] = (got[index]["mappings"].get("_meta") or {}).get("model") or None
