@@ -13,8 +13,8 @@ import opensearchpy
 from opensearchpy import OpenSearch
 
 from indexer.isolation import workspace_indices, workspace_notes
-from mappings import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable, InvalidInput
+from suli.hnsw import Hnsw, hnsw_drift
 
 T = TypeVar("T")
 

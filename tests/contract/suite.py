@@ -8,8 +8,6 @@ a backend's "refresh after write" is the World's `refresh` hook.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import pytest
 
 from .helpers import MakeSearcher
@@ -42,8 +40,6 @@ class BackendContract(
     AnswerRules,
 ):
     """The shared suite; subclasses override `make_searcher` (class scope: worlds are shared read-only)."""
-
-    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.contract]
 
     @pytest.fixture(scope="class")
     @classmethod

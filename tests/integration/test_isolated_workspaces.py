@@ -29,8 +29,6 @@ from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import search_request
 
-pytestmark = pytest.mark.integration
-
 TRIALS = 200
 CONSONANTS = "bcdfghjklmnpqrstvwxz"  # no vowels: the stemmer leaves every word whole
 

@@ -22,8 +22,6 @@ from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import parse_item, search_request
 
-pytestmark = pytest.mark.integration
-
 EMOJI_BODY = "lighthouse keeper logbook " + "\N{GRINNING FACE}" * 510_000
 
 

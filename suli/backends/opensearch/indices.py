@@ -13,6 +13,7 @@ import mappings
 from suli.backends.opensearch.client import wrap
 from suli.backends.opensearch.directory import Directory
 from suli.errors import BackendUnavailable
+from suli.hnsw import Hnsw, hnsw_drift
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class Indices(Directory):
             shards=shards or self.settings.shards,
             replicas=self.settings.replicas if replicas is None else replicas,
             model=self.model,
-            hnsw=self.settings.hnsw,
+            vector_parameters=self.settings.hnsw.parameters(),
         )
         if self.workspace is not None:
             body["mappings"]["_meta"]["workspace"] = self.workspace
@@ -92,7 +93,7 @@ class Indices(Directory):
             log.warning("could not read the vector mapping of %s: %s", index, e)
             return
         field = (got[index]["mappings"].get("properties") or {}).get("vector") or {}
-        if note := mappings.hnsw_drift(mappings.Hnsw.of_mapping(field), self.settings.hnsw):
+        if note := hnsw_drift(Hnsw.of_mapping(field), self.settings.hnsw):
             log.warning("%s", note)
 
     def _rekey_acls(self) -> None:
