@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     acl_index: str = "suli-acl"
     shards: int = Field(default=1, ge=1)
     replicas: int = Field(default=0, ge=0)
+    # Each workspace's items in their own index (behind `<alias>-ws-<workspace>`, made on its
+    # first write), so BM25's term statistics never mix tenants; costs `shards` x (1 +
+    # `replicas`) shards per workspace (docs/operations.md, "Isolating workspaces").
+    isolate_workspaces: bool = False
     # The vector field's HNSW graph, fixed when an index is created (a change takes effect
     # through `suli reindex`; `suli status` says when the live index differs). Why these
     # defaults: docs/decisions.md, "Vector tuning" (bench/vector_tuning.py measures them).
