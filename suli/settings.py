@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     opensearch_verify_certs: bool = True
     opensearch_ca_certs: str | None = None
     opensearch_timeout_s: float = 10.0
+    # A bulk write of a chunk takes longer than a search on a busy cluster: its own timeout, so
+    # an indexer does not time out (and re-send) what the cluster was still writing.
+    opensearch_bulk_timeout_s: float = Field(default=60.0, gt=0)
     index_alias: str = "suli-items"
     acl_index: str = "suli-acl"
     shards: int = Field(default=1, ge=1)

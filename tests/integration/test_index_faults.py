@@ -110,6 +110,7 @@ def setup(
         "SULI_INDEX_ALIAS": name,
         "SULI_ACL_INDEX": f"{name}-acl",
         "SULI_OPENSEARCH_TIMEOUT_S": str(TIMEOUT_S),
+        "SULI_OPENSEARCH_BULK_TIMEOUT_S": str(TIMEOUT_S),
         "SULI_EMBEDDER": "fake",
         "SULI_HOME": str(tmp_path / "home"),
     }

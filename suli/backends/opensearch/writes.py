@@ -89,6 +89,7 @@ class Writes(Workspaces):
                             index=target,
                             chunk_size=BULK_CHUNK,
                             max_retries=0,  # the loop above is the only re-send layer
+                            request_timeout=self.settings.opensearch_bulk_timeout_s,
                             raise_on_error=False,
                             raise_on_exception=False,
                         )
