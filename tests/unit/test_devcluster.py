@@ -353,7 +353,7 @@ def test_base_plugin_classes_match_the_launcher_defaults(version: str) -> None:
     assert f"public final class {line.main_class} " in source  # javac wants file = class
     block = source.split("DEFAULT_PLUGINS = String.join(", 1)[1].split(");", 1)[0]
     assert tuple(re.findall(r'"([\w.]+)"', block)) == line.plugin_classes
-    assert plugins.BASE_PLUGIN_CLASSES == lines.LINES["2.19.1"].plugin_classes
+    assert lines.LINES["2.19.1"].plugin_classes == plugins.BASE_PLUGIN_CLASSES
 
 
 def test_an_extra_plugin_joins_the_classpath_and_the_plugin_list(tmp_path: Path) -> None:
