@@ -76,6 +76,9 @@ class ClusterSpec:
         # Sorted and unique: the same set is the same spec, whatever order it was asked in
         # (and a list read back from cluster.json becomes a tuple again).
         object.__setattr__(self, "plugins", tuple(sorted(set(self.plugins))))
+        if self.version not in lines.LINES:  # no fallback to a default: the spec says which
+            known = ", ".join(lines.LINES)
+            raise ValueError(f"unknown OpenSearch version {self.version!r}; known: {known}")
         extra_plugins.check(self.plugins, self.line)
         if self.nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {self.nodes}")
@@ -90,8 +93,8 @@ class ClusterSpec:
 
     @property
     def line(self) -> lines.Line:
-        """The OpenSearch line the nodes run (ValueError for an unknown version)."""
-        return lines.get(self.version)
+        """The OpenSearch line the nodes run."""
+        return lines.LINES[self.version]
 
     @property
     def names(self) -> list[str]:

@@ -86,6 +86,8 @@ def test_the_version_is_saved_in_the_spec_and_an_old_spec_reads_as_2_19(tmp_path
     assert ClusterSpec.load(path) == ClusterSpec(nodes=1, version="2.19.1")
     path.write_text(json.dumps({"nodes": 1, "version": "1.3.0"}))
     assert ClusterSpec.load(path) is None
+    with pytest.raises(ValueError, match="unknown OpenSearch version ''"):
+        ClusterSpec(version="")  # never taken as "the default"
 
 
 def test_neural_search_is_refused_on_3_5_because_maven_has_no_zip_for_it() -> None:
