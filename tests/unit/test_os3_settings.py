@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import mappings
+from suli.hnsw import Hnsw
 
 pytestmark = pytest.mark.unit
 
@@ -34,7 +35,7 @@ REMOVED_IN_3 = frozenset(
 BODIES = {
     "items (default)": mappings.items_index(384),
     "items (3 shards, replicas, sq)": mappings.items_index(
-        768, shards=3, replicas=2, model="m", hnsw=mappings.Hnsw(32, 200, "sq")
+        768, shards=3, replicas=2, model="m", vector_parameters=Hnsw(32, 200, "sq").parameters()
     ),
     "acl": mappings.acl_index(shards=2, replicas=1),
 }
