@@ -27,8 +27,6 @@ from suli.models import Filters, Item, Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
-pytestmark = pytest.mark.integration
-
 DIM = 4
 
 

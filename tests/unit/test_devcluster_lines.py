@@ -20,8 +20,6 @@ from devcluster.cluster import SPEC_FILE
 from devcluster.paths import cache_dir
 from devcluster.spec import ClusterSpec, java_command
 
-pytestmark = pytest.mark.unit
-
 JAVA17 = jdk.Jdk(Path("/jdk17"), "17.0.15")
 JAVA21 = jdk.Jdk(Path("/jdk21"), "21.0.7")
 JAVA25 = jdk.Jdk(Path("/jdk25"), "25.0.3")

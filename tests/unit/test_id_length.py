@@ -19,8 +19,6 @@ from suli.backends.opensearch_vis import doc_id, principal_doc_id
 from suli.errors import InvalidInput
 from suli.validate import MAX_ID_BYTES, lookup_id, parse_acl, parse_item, parse_principal
 
-pytestmark = pytest.mark.unit
-
 OPENSEARCH_ID_LIMIT = 512  # bytes of UTF-8, the limit on a document `_id`
 FIRST = set(string.ascii_letters + string.digits)
 REST = FIRST | set("_.:-")

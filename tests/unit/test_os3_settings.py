@@ -17,8 +17,6 @@ import pytest
 import mappings
 from suli.hnsw import Hnsw
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 
 # k-NN settings the 3.0 release removed (its breaking changes): the HNSW build parameters and
