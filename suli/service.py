@@ -34,7 +34,7 @@ from suli.visibility import Visibility, visibility_for
 T = TypeVar("T")
 RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
 # ...read from this many leading characters of each: 64 words never need more, and a huge
-# body is not split whole just to keep its first words (issue 14.2).
+# body is not split whole just to keep its first words.
 RELATED_QUERY_CHARS = 4_000
 # Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
 _EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")
