@@ -8,7 +8,7 @@ embedded contract suite (`tests/contract/test_embedded.py`); the run without a m
 pass both. The first failing test of each run is reported.
 
 Run from the repo root:
-  .venv/bin/python -m bench.property_mutants [--only NAME]
+  .venv/bin/python -m bench.property_mutants [--only NAME] [--runs unit,embedded contract,service]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ Patch = list[tuple[Any, str, Any]]
 RUNS = {
     "unit": ["-m", "unit"],
     "embedded contract": ["tests/contract/test_embedded.py"],
+    # A subset of the unit tier: the Searcher's rules over the in-memory backend alone.
+    "service": sorted(str(p.relative_to(REPO)) for p in REPO.glob("tests/unit/test_service_*.py")),
 }
 
 
@@ -240,16 +242,20 @@ def run(mutant: str | None, args: Sequence[str]) -> tuple[int, str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", help="one mutant by name")
+    ap.add_argument(
+        "--runs", default="unit,embedded contract", help=f"comma-separated, of: {', '.join(RUNS)}"
+    )
     args = ap.parse_args()
     names = [args.only] if args.only else list(MUTANTS)
+    runs = {k: RUNS[k] for k in args.runs.split(",")}
     bad = 0
-    for label, pytest_args in RUNS.items():
+    for label, pytest_args in runs.items():
         code, last, took = run(None, pytest_args)
         print(f"[no mutant] {label}: exit {code} ({took:.0f}s) {last}", flush=True)
         bad += code != 0
     for name in names:
         caught = []
-        for label, pytest_args in RUNS.items():
+        for label, pytest_args in runs.items():
             code, first, took = run(name, pytest_args)
             if code == 1:  # a test failed (2 and up: pytest itself could not run)
                 caught.append(label)
