@@ -31,8 +31,9 @@ from suli.backends.base import (
     TextFields,
     TokenInfo,
 )
+from suli.backends.embedded_sql import compile_regex  # RE2: linear time, as the store's
 from suli.embedding import embed_hash
-from suli.errors import InvalidInput, NotFound
+from suli.errors import NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
 from suli.visibility import Visibility, can_see
@@ -125,16 +126,9 @@ def passes(item: Item, filters: Filters, regex: str | None = None) -> bool:
     if item.id in filters.exclude_ids:
         return False
     if regex:
-        rx = _regex(regex)
+        rx = compile_regex(regex)
         return bool(rx.search(item.title) or rx.search(item.body))
     return True
-
-
-def _regex(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, re.IGNORECASE | re.DOTALL)
-    except re.error as e:
-        raise InvalidInput(f"regex: invalid pattern ({e})", "regex") from None
 
 
 class MemoryBackend:
@@ -158,7 +152,7 @@ class MemoryBackend:
 
     def search(self, query: LegQuery) -> LegResults:
         if query.regex:
-            _regex(query.regex)  # a bad pattern is the caller's error, not a failed leg
+            compile_regex(query.regex)  # a bad pattern is the caller's error, not a failed leg
         pool = self._visible(query.vis, query.filters, query.regex)
         text: tuple[Hit, ...] = ()
         total: int | None = None
