@@ -20,6 +20,8 @@ RUN useradd --create-home --uid 10001 suli
 USER suli
 
 EXPOSE 8000
-HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=5 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+# Healthy means ready to search: /readyz answers 200 only while the backend answers (a 503
+# from it raises here); /healthz would only say the process is alive.
+HEALTHCHECK --interval=10s --timeout=6s --start-period=30s --retries=5 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=5)"]
 CMD ["suli", "serve", "--host", "0.0.0.0", "--port", "8000"]

@@ -12,6 +12,7 @@ test:
 unit:
 	$(PY)/pytest -m unit -q
 
+# .ci/run runs these three commands right after installing, before any test.
 lint:
 	$(PY)/ruff check . && $(PY)/ruff format --check . && $(PY)/mypy
 

@@ -8,9 +8,11 @@ from typing import Annotated, get_origin
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app import logs
 from app.runtime import Runtime, run_blocking
 from app.schemas import FacetsQuery
 from app.tokens import client_address, session_for
+from suli.backends.base import Session
 from suli.errors import Forbidden, InvalidInput, Unauthorized
 from suli.models import BoardAcl, Principal
 from suli.service import Deadline, Searcher
@@ -40,7 +42,8 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 async def open_searcher(runtime: Runtime, deadline: Deadline | None = None) -> Searcher:
     """The Searcher; only building it (the first connection attempt) blocks, in a thread."""
-    return runtime.built or await run_blocking(runtime.searcher, deadline=deadline)
+    built = runtime.built
+    return built if built is not None else await run_blocking(runtime.searcher, deadline=deadline)
 
 
 async def get_searcher(runtime: RuntimeDep) -> Searcher:
@@ -50,9 +53,18 @@ async def get_searcher(runtime: RuntimeDep) -> Searcher:
 SearcherDep = Annotated[Searcher, Depends(get_searcher)]
 
 
-async def get_deadline(settings: SettingsDep) -> Deadline:
+# Scope keys set by app.bodylimit when it checked the token before the body: the request's
+# deadline and (token, session), so the route's dependencies neither restart the clock nor
+# look the token up a second time.
+DEADLINE_KEY = "suli.deadline"
+SESSION_KEY = "suli.session"
+MISSING_TOKEN = "missing bearer token (header `Authorization: Bearer <token>`)"
+
+
+async def get_deadline(request: Request, settings: SettingsDep) -> Deadline:
     """One deadline per request, started before authentication so it bounds everything."""
-    return Deadline(settings.deadline_s)
+    started = request.scope.get(DEADLINE_KEY)
+    return started if isinstance(started, Deadline) else Deadline(settings.deadline_s)
 
 
 DeadlineDep = Annotated[Deadline, Depends(get_deadline)]
@@ -81,6 +93,19 @@ class Caller:
     acls: tuple[BoardAcl, ...]  # of the principal's workspace, read with the token
 
 
+async def authenticate(
+    runtime: Runtime,
+    credentials: HTTPAuthorizationCredentials | None,
+    address: str,
+    deadline: Deadline,
+) -> Session:
+    """The API's token rule, for the routes and for the check before a body is read: a bearer
+    token is required (401), and it must open a session (401, or 429 for a guessing address)."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized(MISSING_TOKEN)
+    return await session_for(runtime, credentials.credentials, address, deadline)
+
+
 async def get_caller(
     request: Request,
     runtime: RuntimeDep,
@@ -88,13 +113,14 @@ async def get_caller(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Caller:
     """The principal behind the bearer token (401 otherwise), counted by the rate limiter."""
-    if credentials is None or not credentials.credentials:
-        raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
-    session = await session_for(
-        runtime, credentials.credentials, client_address(request.scope), deadline
-    )
+    checked = request.scope.get(SESSION_KEY)
+    if checked is not None and credentials is not None and checked[0] == credentials.credentials:
+        session = checked[1]
+    else:
+        session = await authenticate(runtime, credentials, client_address(request.scope), deadline)
     principal = session.principal
     assert principal is not None
+    logs.note(principal=principal.id)
     runtime.limiter.check(principal.id)
     return Caller(principal, session.admin, session.acls)
 

@@ -41,6 +41,14 @@ STATUS: dict[type[SuliError], int] = {
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
+class BodyTooLarge(StarletteHTTPException):
+    """A request body past its cap (app.bodylimit raises it from `receive`, after answering)."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(413, f"body: the request body is over the limit of {cap} bytes")
+        self.cap = cap
+
+
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
     """The one JSON error shape."""
     err: dict[str, Any] = {"code": code, "message": message}
@@ -48,6 +56,12 @@ def error_body(code: str, message: str, field: str | None = None, **extra: Any) 
         err["field"] = field
     err.update(extra)
     return {"error": err}
+
+
+def too_large_response(cap: int) -> JSONResponse:
+    """413 naming the body: the one shape, from the middleware that enforces the cap."""
+    exc = BodyTooLarge(cap)
+    return JSONResponse(error_body("too_large", str(exc.detail), "body"), status_code=413)
 
 
 def status_of(exc: SuliError) -> int:
@@ -124,6 +138,8 @@ async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc, BodyTooLarge):  # answered and counted by the middleware already
+        return too_large_response(exc.cap)
     code = HTTP_CODES.get(exc.status_code, "error")
     _count(request, code)
     message = str(exc.detail) if exc.detail else code.replace("_", " ")

@@ -7,9 +7,12 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app import api_docs, errors, mcp_server, routes_admin, routes_ops, routes_search, web
+from app.bodylimit import BodyLimitMiddleware
 from app.deps import single_valued
+from app.logs import RequestLogMiddleware
 from app.metrics import MetricsMiddleware
 from app.runtime import Runtime
 from suli.service import Searcher
@@ -57,7 +60,14 @@ def create_app(
     )
     app.state.runtime = runtime
     errors.install(app)
+    # Outermost last: proxies rewrite the client address and scheme first, metrics count every
+    # answer, the body limit's included.
+    app.add_middleware(BodyLimitMiddleware, runtime=runtime)
     app.add_middleware(MetricsMiddleware, metrics=runtime.metrics)
+    app.add_middleware(RequestLogMiddleware)
+    if settings.trusted_proxies:
+        proxies = [str(n) for n in settings.trusted_proxy_networks]
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=proxies)
     app.include_router(routes_search.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)

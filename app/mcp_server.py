@@ -35,8 +35,9 @@ from app.runtime import Runtime, run_blocking
 from suli.auth import authenticate
 from suli.errors import InvalidInput, SuliError, Unauthorized
 from suli.models import Principal
+from suli.search_params import request_from
 from suli.service import Card, Deadline, Searcher
-from suli.validate import MAX_LIMIT, search_request
+from suli.validate import MAX_LIMIT
 
 MCP_PATH = "/mcp"
 
@@ -139,9 +140,7 @@ async def library_search_impl(access: Access, ctx: Context, args: dict[str, Any]
         cap, notes = pick_limit(args.pop("limit"), args.pop("max_results"))
         searcher = await access.searcher()
         settings = searcher.settings
-        req = search_request(
-            args.pop("query"), **args, limit=cap, max_query_chars=settings.max_query_chars
-        )
+        req = request_from({**args, "limit": cap}, max_query_chars=settings.max_query_chars)
         principal = await access.principal(ctx, searcher)
         deadline = Deadline(settings.deadline_s)
         resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)

@@ -1,7 +1,11 @@
-"""Per-principal rate limits: a burst limit per minute (token bucket) and a daily quota.
+"""Per-principal rate limits: a burst limit per minute and a daily quota.
 
-The counters live in the process: with several uvicorn workers each worker counts on its own,
-so the effective limits are the configured ones times the number of workers.
+Two implementations with one interface (`check`, `peek`):
+- RateLimiter counts in the process (a token bucket and a day counter). With several workers
+  or replicas each counts on its own, so the effective limits multiply; `suli serve` says so.
+- SharedRateLimiter counts in a store every process and replica reads (Redis through the
+  `limits` library, whose moving window is one atomic script per hit), so a limit of N admits
+  at most N in any minute across all of them.
 """
 
 from __future__ import annotations
@@ -10,10 +14,19 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from suli.errors import RateLimited
+from suli.errors import BackendUnavailable, RateLimited
 
 DAY_S = 86_400
+
+
+class Limiter(Protocol):
+    """What the edges call: count one request for a key, or only ask whether it would pass."""
+
+    def check(self, key: str) -> None: ...
+
+    def peek(self, key: str) -> None: ...
 
 
 class RateLimiter:
@@ -69,3 +82,59 @@ class RateLimiter:
             if count:
                 self._buckets[key] = (tokens - 1.0, now)
                 self._days[key] = (day, used + 1)
+
+
+class SharedRateLimiter:
+    """The same limits counted in a shared store (`limits` moving windows, e.g. on Redis).
+
+    The daily quota is tested before and counted after the minute window, so a request refused
+    by either is never admitted: a refusal may spend one minute slot, never add one.
+    """
+
+    def __init__(self, uri: str, per_minute: int, per_day: int, namespace: str) -> None:
+        if per_minute < 1 or per_day < 1:
+            raise ValueError("limits must be >= 1")
+        from limits import RateLimitItemPerDay, RateLimitItemPerMinute, storage, strategies
+
+        self.per_minute = per_minute
+        self.per_day = per_day
+        self.namespace = namespace
+        self._minute = RateLimitItemPerMinute(per_minute)
+        self._day = RateLimitItemPerDay(per_day)
+        self._store = storage.storage_from_string(uri, wrap_exceptions=True)
+        self._limiter = strategies.MovingWindowRateLimiter(self._store)
+
+    def check(self, key: str) -> None:
+        self._admit(key, count=True)
+
+    def peek(self, key: str) -> None:
+        self._admit(key, count=False)
+
+    def _admit(self, key: str, *, count: bool) -> None:
+        from limits.errors import StorageError
+
+        try:
+            if not self._limiter.test(self._day, self.namespace, key):
+                raise self._refused(self._day, key, "daily limit", self.per_day)
+            if not count:
+                if not self._limiter.test(self._minute, self.namespace, key):
+                    raise self._refused(self._minute, key, "limit", self.per_minute)
+                return
+            if not self._limiter.hit(self._minute, self.namespace, key):
+                raise self._refused(self._minute, key, "limit", self.per_minute)
+            if not self._limiter.hit(self._day, self.namespace, key):
+                raise self._refused(self._day, key, "daily limit", self.per_day)
+        except StorageError as e:
+            raise BackendUnavailable(
+                "the shared rate-limit store (SULI_SHARED_STORE) is unreachable"
+            ) from e
+
+    def _refused(self, item: object, key: str, what: str, limit: int) -> RateLimited:
+        stats = self._limiter.get_window_stats(item, self.namespace, key)  # type: ignore[arg-type]
+        wait = max(1, math.ceil(stats.reset_time - time.time()))
+        per = "" if what == "daily limit" else " per minute"
+        return RateLimited(
+            f"{what} of {limit} requests{per} reached; retry after {wait}s",
+            limit=limit,
+            retry_after=wait,
+        )

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import Response
 
+from app import logs
 from app.metrics import server_timing
 from app.runtime import Runtime
 
@@ -58,6 +59,7 @@ def finish_search(
     runtime.metrics.observe_phases(route, timings)
     for d in body["degraded"]:
         runtime.metrics.degraded.labels(leg=d["leg"]).inc()
+    logs.note(degraded=[d["leg"] for d in body["degraded"]])
     return body
 
 

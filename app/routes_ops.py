@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, NoReturn
 
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
 from app.deps import RuntimeDep
-from app.runtime import run_blocking
+from app.runtime import Runtime, run_blocking
 from app.schemas import HealthOut, ReadyOut, error_responses
 from suli.errors import BackendUnavailable, SuliError
 from suli.service import Deadline
@@ -73,4 +74,14 @@ def _not_ready(reason: str, detail: str) -> NoReturn:
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 async def metrics(runtime: RuntimeDep) -> Response:
-    return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(_registry(runtime)), media_type=CONTENT_TYPE_LATEST)
+
+
+def _registry(runtime: Runtime) -> CollectorRegistry:
+    """This app's registry; under `suli serve --workers N`, every worker's counters summed
+    (prometheus_client's multiprocess mode: each worker writes its values to a shared folder)."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return runtime.metrics.registry
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return registry

@@ -23,35 +23,16 @@ from app.schemas import (
 from suli.errors import InvalidInput
 from suli.models import SearchRequest
 from suli.render import facets_json, item_json, response_json
+from suli.search_params import request_from
 from suli.service import Card
 from suli.settings import Settings
-from suli.validate import search_request
 
 router = APIRouter(prefix="/api/v1", tags=["search"])
 
 
-def _request(p: SearchQuery | SearchBody, settings: Settings) -> SearchRequest:
+def _request(p: SearchQuery | SearchBody | FacetsQuery, settings: Settings) -> SearchRequest:
     """The CLI's validation, shared: the same parameters mean the same search everywhere."""
-    return search_request(
-        p.q,
-        kind=p.kind,
-        outcome=p.outcome,
-        board=p.board,
-        agent=p.agent,
-        station=p.station,
-        tag=p.tag,
-        since=p.since,
-        until=p.until,
-        recent_days=p.recent_days,
-        limit=p.limit,
-        regex=p.regex,
-        mode=p.mode,
-        explain=p.explain,
-        include_hidden=p.hidden,
-        max_query_chars=settings.max_query_chars,
-        cursor=p.cursor,
-        facets=p.facets,
-    )
+    return request_from(p.model_dump(), max_query_chars=settings.max_query_chars)
 
 
 async def _search(
@@ -193,22 +174,7 @@ async def facets(
     """Counts come only from items the caller can see; with `q`, only from what that search
     matches (the set its `total` counts), so they add up to its results."""
     timer = Timer()
-    req = search_request(
-        params.q,
-        kind=params.kind,
-        outcome=params.outcome,
-        board=params.board,
-        agent=params.agent,
-        station=params.station,
-        tag=params.tag,
-        since=params.since,
-        until=params.until,
-        recent_days=params.recent_days,
-        regex=params.regex,
-        mode=params.mode,
-        include_hidden=params.hidden,
-        max_query_chars=runtime.settings.max_query_chars,
-    )
+    req = _request(params, runtime.settings)
     got = await run_blocking(
         lambda: searcher.facets(principal, req=req, deadline=deadline), deadline=deadline
     )

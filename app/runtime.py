@@ -12,8 +12,8 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
+from app import shared_store
 from app.metrics import Metrics
-from app.ratelimit import RateLimiter
 from suli.errors import BackendUnavailable, DeadlineExceeded
 from suli.service import Deadline, Searcher
 from suli.settings import Settings
@@ -55,9 +55,8 @@ class Runtime:
     ) -> None:
         self.settings = settings
         self.metrics = Metrics()
-        self.limiter = RateLimiter(settings.rate_per_minute, settings.rate_per_day)
-        # Invalid tokens per client address (app.tokens); the daily quota does not apply.
-        self.bad_tokens = RateLimiter(settings.bad_token_per_minute, 10**9)
+        # Searches per principal; invalid tokens per client address (app.tokens), no day quota.
+        self.limiter, self.bad_tokens = shared_store.limiters(settings)
         self._searcher = searcher
         self._opener = opener
         self._owned = False  # close only what this runtime built
@@ -78,6 +77,7 @@ class Runtime:
             if self._searcher is None:
                 self._last_try = time.monotonic()
                 assert self._opener is not None
+                self.settings = shared_store.with_shared_cursor_secret(self.settings)
                 self._searcher = self._opener(self.settings)
                 self._owned = True
             return self._searcher

@@ -1,13 +1,15 @@
 """Running the service under uvicorn, hardened: bounded connections, header/body timeouts, the
 service's own logging, and a process that exits non-zero when its event loop dies.
 
-Why each piece exists (issue 14, finding 1): ~1,100 tokenless connections that each sent half a
-request line used up the file descriptors; the accept error was logged through a Rich handler a
+Why each piece exists: ~1,100 tokenless connections that each sent half a request line used up
+the file descriptors; the accept error was logged through a Rich handler a
 dependency had attached to the root logger, which itself failed (it imports a module, i.e. opens
 a file), the exception escaped the event loop and killed it, and the process kept listening with
 no loop (idle non-daemon worker threads kept the interpreter from exiting). Here:
-- GuardedH11Protocol refuses connections past a cap derived from the fd limit, and closes a
-  connection whose request head (or body) does not arrive in time;
+- GuardedH11Protocol refuses connections past a cap derived from the fd limit and past a
+  smaller cap per client address (one address holding ~900 half-open connections kept other
+  users at 503 most of the time), closes a connection whose request head (or body) does not
+  arrive in time, and stops reading a body the app answered without reading (401, 413);
 - LOGGING is a dictConfig set up by `serve` itself, with plain stderr handlers;
 - new_event_loop() returns a loop whose exception handler never raises and whose death ends the
   process with exit code 1, so a supervisor restarts it.
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import resource
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +33,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from app import logs
 from suli.settings import Settings
 
 log = logging.getLogger("suli.server")
@@ -41,6 +46,16 @@ EXIT_LOOP_DIED = 1
 FD_RESERVE_MIN = 64
 MAX_BACKLOG = 2048  # uvicorn's default listen backlog
 REFUSED_LOG_EVERY_S = 10.0  # one warning per period while connections are refused, not a flood
+# Per client address, unless set: a quarter of the connection cap, so at least four clients
+# can each use their whole share; 32 at least, so a browser or a pool behind NAT is not cut off.
+PER_CLIENT_SHARE = 4
+PER_CLIENT_MIN = 32
+# A body the app answered without reading (401, 413): reading stops and the connection closes
+# after this long, enough for the client to read the answer (closing at once, with its bytes
+# unread, would reset the connection and could drop the answer before the client read it).
+LINGER_S = 1.0
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def _raw_response(status: bytes, headers: bytes, body: bytes) -> bytes:
@@ -53,6 +68,12 @@ _REFUSED = _raw_response(
     b"503 Service Unavailable",
     b"retry-after: 1\r\n",
     b'{"error":{"code":"overloaded","message":"too many open connections; retry in a moment"}}',
+)
+_CLIENT_REFUSED = _raw_response(
+    b"429 Too Many Requests",
+    b"retry-after: 1\r\n",
+    b'{"error":{"code":"too_many_connections","message":'
+    b'"too many open connections from your address; close some or retry in a moment"}}',
 )
 _TIMED_OUT = _raw_response(
     b"408 Request Timeout",
@@ -71,6 +92,20 @@ class FdBudget:
 
     connections: int
     backlog: int
+
+
+def per_client_cap(setting: int | None, connections: int) -> int:
+    """Connections one client address may hold: the setting, else a share of the cap."""
+    cap = setting if setting is not None else max(PER_CLIENT_MIN, connections // PER_CLIENT_SHARE)
+    return max(1, min(cap, connections))
+
+
+def is_trusted(host: str, proxies: tuple[Network, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(address in net for net in proxies)
 
 
 def fd_budget(max_connections: int, fd_limit: int | None = None) -> FdBudget:
@@ -93,10 +128,14 @@ class ServeConfig(uvicorn.Config):
         max_connections: int,
         header_timeout_s: float,
         body_timeout_s: float,
+        max_connections_per_client: int | None = None,
+        trusted_proxies: tuple[Network, ...] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.max_connections = max_connections
+        self.max_connections_per_client = max_connections_per_client
+        self.trusted_proxies = trusted_proxies
         self.header_timeout_s = header_timeout_s
         self.body_timeout_s = body_timeout_s
 
@@ -115,30 +154,49 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._guard: asyncio.TimerHandle | None = None
+        self._counted: str | None = None  # the client address this connection is counted under
         super().connection_made(transport)
         cap = getattr(self.config, "max_connections", None)
         if cap is not None and len(self.connections) > cap:
-            self._refuse()
+            self._refuse(_REFUSED, f"connection limit reached ({len(self.connections) - 1} open)")
+            return
+        if not self._admit_client():
             return
         self._arm(self._header_timeout)
+
+    def _admit_client(self) -> bool:
+        """Count the connection under its peer address; refuse it past the per-client cap.
+
+        A trusted proxy is exempt: its connections carry many clients, so the cap per client
+        belongs at the proxy (docs/operations.md, "Behind a load balancer").
+        """
+        per_client = getattr(self.config, "max_connections_per_client", None)
+        host = self.client[0] if self.client else None
+        if per_client is None or host is None:
+            return True
+        if is_trusted(host, getattr(self.config, "trusted_proxies", ())):
+            return True
+        counts = _open_per_client(self.server_state)
+        if counts[host] >= per_client:
+            self._refuse(_CLIENT_REFUSED, f"per-client connection limit reached ({host})")
+            return False
+        counts[host] += 1
+        self._counted = host
+        return True
 
     @property
     def _header_timeout(self) -> float:
         return float(getattr(self.config, "header_timeout_s", 10.0))
 
-    def _refuse(self) -> None:
-        """At the cap: answer 503 at once and close, keeping the fd budget for work in flight."""
+    def _refuse(self, answer: bytes, why: str) -> None:
+        """At a cap: answer at once and close, keeping the fd budget for work in flight."""
         cls = GuardedH11Protocol
         cls._refused += 1
         now = time.monotonic()
         if now - cls._last_refused_log >= REFUSED_LOG_EVERY_S:
-            log.warning(
-                "connection limit reached (%d open): refused %d connection(s) since the last warning",
-                len(self.connections) - 1,
-                cls._refused,
-            )
+            log.warning("%s: refused %d connection(s) since the last warning", why, cls._refused)
             cls._last_refused_log, cls._refused = now, 0
-        self.transport.write(_REFUSED)
+        self.transport.write(answer)
         self.transport.close()
 
     def _arm(self, seconds: float) -> None:
@@ -172,9 +230,32 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.write(_TIMED_OUT)
         self.transport.close()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            # Answered before the body arrived (401, 413): read no more of it, close shortly.
+            self.flow.pause_reading()
+            self._disarm()
+            self._guard = self.loop.call_later(LINGER_S, self.transport.close)
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._counted is not None:
+            counts = _open_per_client(self.server_state)
+            counts[self._counted] -= 1
+            if counts[self._counted] <= 0:
+                del counts[self._counted]
+            self._counted = None
         super().connection_lost(exc)
+
+
+def _open_per_client(state: object) -> Counter[str]:
+    """Open connections per client address, kept with the server's own connection set."""
+    counts: Counter[str] | None = getattr(state, "suli_per_client", None)
+    if counts is None:
+        counts = Counter()
+        state.suli_per_client = counts  # type: ignore[attr-defined]
+    return counts
 
 
 def _report(message: str) -> None:
@@ -221,19 +302,20 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return SupervisedLoop()
 
 
-def logging_config(level: str) -> dict[str, Any]:
-    """The service's logging: plain lines on stderr for our loggers, uvicorn's and the root."""
+def logging_config(level: str, log_format: str = "text") -> dict[str, Any]:
+    """The service's logging on stderr: plain lines for people or JSON lines to ship
+    (SULI_LOG_FORMAT), one line per request from app.logs. uvicorn's access lines are off: they
+    carry the raw query string, i.e. a caller's query text. The OpenSearch client's request
+    lines show only at debug."""
     upper = level.upper()
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {
-            "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
-        },
+        "formatters": {"suli": {"()": logs.formatter_class(log_format)}},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
-                "formatter": "plain",
+                "formatter": "suli",
                 "stream": "ext://sys.stderr",
             },
         },
@@ -241,7 +323,9 @@ def logging_config(level: str) -> dict[str, Any]:
         "loggers": {
             "uvicorn": {"handlers": [], "level": upper, "propagate": True},
             "uvicorn.error": {"handlers": [], "level": upper, "propagate": True},
-            "uvicorn.access": {"handlers": [], "level": upper, "propagate": True},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+            "opensearch": {"level": "DEBUG" if upper == "DEBUG" else "WARNING"},
+            "urllib3": {"level": "DEBUG" if upper == "DEBUG" else "WARNING"},
         },
     }
 
@@ -257,7 +341,8 @@ def build_config(
         port=port,
         workers=workers,
         log_level=log_level,
-        log_config=logging_config(log_level),
+        log_config=logging_config(log_level, settings.log_format),
+        access_log=False,
         loop="app.server:new_event_loop",
         http=GuardedH11Protocol,
         # uvicorn answers 503 to requests past this many connections or tasks in flight; our
@@ -265,9 +350,16 @@ def build_config(
         limit_concurrency=fds.connections + 1,
         backlog=fds.backlog,
         timeout_keep_alive=settings.keep_alive_s,
+        # X-Forwarded-* are read by the app itself, from SULI_TRUSTED_PROXIES only (create_app);
+        # uvicorn's own default would believe any local process.
+        proxy_headers=False,
         max_connections=fds.connections,
         header_timeout_s=settings.header_timeout_s,
         body_timeout_s=settings.body_timeout_s,
+        max_connections_per_client=per_client_cap(
+            settings.max_connections_per_client, fds.connections
+        ),
+        trusted_proxies=settings.trusted_proxy_networks,
     )
 
 

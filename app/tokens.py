@@ -20,7 +20,8 @@ from suli.service import Deadline
 
 
 def client_address(scope: Mapping[str, Any]) -> str:
-    """The peer's address (uvicorn puts X-Forwarded-For's there for trusted proxies only)."""
+    """The client's address: the peer, or X-Forwarded-For's when the peer is in
+    SULI_TRUSTED_PROXIES (uvicorn's ProxyHeadersMiddleware, installed by create_app)."""
     client = scope.get("client")
     return str(client[0]) if client else "unknown"
 

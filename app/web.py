@@ -26,7 +26,6 @@ from suli.service import Deadline, Searcher
 from suli.validate import search_request
 
 COOKIE = "suli_token"
-MAX_FORM_BYTES = 4096  # the sign-in form holds one token
 RELATED_LIMIT = 10
 SECURITY_HEADERS = {
     # Everything is served from here; no inline script or style, no framing.
@@ -122,7 +121,7 @@ async def signin_form(request: Request) -> HTMLResponse:
 async def signin(request: Request, runtime: RuntimeDep) -> Response:
     """Check the token, keep it in an HttpOnly cookie, go back to where the user was."""
     deadline = Deadline(runtime.settings.deadline_s)
-    raw = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace")
+    raw = (await request.body()).decode("utf-8", "replace")  # bounded by app.bodylimit
     form = {k: v[0] for k, v in parse_qs(raw).items()}
     nxt = next_path(form.get("next"))
     token = form.get("token", "").strip()
@@ -142,7 +141,8 @@ async def signin(request: Request, runtime: RuntimeDep) -> Response:
         token,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        # The scheme is the proxy's X-Forwarded-Proto when the peer is a trusted proxy.
+        secure=runtime.settings.secure_cookies or request.url.scheme == "https",
         path="/",
     )
     return resp

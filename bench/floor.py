@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.nfcorpus import load_qrels, load_queries
 from bench.quality import CACHE, Legs, ensure_indexed, fetch_legs, run
-from suli import sample
+from cli import sample
 from suli.backends.base import Backend, LegQuery
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import Embedder, build_embedder

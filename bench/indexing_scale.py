@@ -1,4 +1,4 @@
-"""Indexing at the model's limit (issue 12): per-core profile, worker processes, vector reuse.
+"""Indexing at the model's limit: per-core profile, worker processes, vector reuse.
 
     python -m bench.indexing_scale profile --passages 96
     python -m bench.indexing_scale workers --passages 192 --workers 1 2

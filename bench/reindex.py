@@ -26,9 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from cli import sample
 from indexer.inventory import physical_indices
 from indexer.reindex import Reindexer
-from suli import sample
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder, FakeEmbedder, build_embedder
 from suli.service import Searcher

@@ -1,4 +1,4 @@
-"""How much do other workspaces' items move a workspace's ranking? (issue 14, finding 5)
+"""How much do other workspaces' items move a workspace's ranking?
 
 Both backends keep one set of term statistics (document frequency, average field length) over
 every item of the index or file, whatever its workspace. Explain no longer shows raw BM25
@@ -29,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 from uuid import uuid4
 
+from cli import sample
 from indexer.pipeline import index_items
-from suli import sample
 from suli.backends.base import LegQuery
 from suli.core import open_backend
 from suli.embedding import FakeEmbedder

@@ -1,11 +1,12 @@
-"""Text-leg latency by query form on one loaded index, interleaved query by query (issue 15).
+"""Text-leg latency by query form on one loaded index, interleaved query by query.
 
     python -m bench.text_leg --url http://127.0.0.1:9241 --alias bench-sc-clustered-100000
 
 Sides, each the text leg body Suli builds (same visibility filter, depth, highlight) except:
 - `suli`: exactly as sent (content form, track_total_hits true: the exact `total`);
-- `v3_form`: the text form before issue 15 (most_fields over the separate fields, as mapping v3
-  scored them; the fields still exist in v4), with no exact count: the leg as it was;
+- `v3_form`: the text form before the combined `content` field (most_fields over the separate
+  fields, as mapping v3 scored them; the fields still exist in v4), with no exact count: the
+  leg as it was;
 - `no_count`: as sent, without the exact count (track_total_hits false);
 - `no_highlight`: as sent, without the highlight block (the snippets' cost).
 With `--compare INDEX` (an index of the same items built with another mapping, e.g. offsets in

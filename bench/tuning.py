@@ -65,7 +65,7 @@ EMBEDDED_TEXT_GRID: dict[str, tuple[Any, ...]] = {
 FUSION_GRID: dict[str, tuple[Any, ...]] = {
     "rrf_k": (5, 10, 20, 30, 40, 60, 80, 100),
     "vector_weight": (0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0),
-    # Not past 100: a deeper leg costs latency (issue 15 keeps the text leg within 1.1x).
+    # Not past 100: a deeper leg costs latency (the text leg stays within 1.1x of its old form).
     "candidate_depth": (25, 50, 100),
     # Not past 0.3: NFCorpus is one topic, so a wide margin costs nothing there, but in a
     # small mixed workspace it keeps unrelated meaning-only items (tests/api's "kite" search).
@@ -75,7 +75,7 @@ FUSION_GRID: dict[str, tuple[Any, ...]] = {
 # DESIGN 3.3 sets k = 60 by default: measured (a sweep at the chosen point), never chosen.
 FIXED_BY_SPEC = {"rrf_k": 60}
 # Held at the code's default and only swept, because another objective chose them: the meaning
-# floor is calibrated so nonsense queries answer nothing (`python -m bench.floor`, issue 13);
+# floor is calibrated so nonsense queries answer nothing (`python -m bench.floor`);
 # dev nDCG@10 alone would always lower it (NFCorpus relevance never punishes a kept match).
 FIXED_ELSEWHERE = ("meaning_floor",)
 # Settings field -> keyword of suli.ranking.rank (candidate_depth cuts the legs instead).

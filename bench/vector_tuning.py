@@ -18,7 +18,7 @@ k-NN clause) and its top 10 compared with a numpy brute force over exactly the v
 Every (config, search) pair is asked each query in turn, in a rotating order, so load drifts
 hit all pairs alike. Reported per pair: recall@10 mean and minimum per level, the node's `took`
 and the client's wall time p50/p99; per config: build seconds, store bytes and segments. A pair
-is kept only if its mean recall@10 is >= 0.98 at every level (issue 11). JSON goes to stdout
+is kept only if its mean recall@10 is >= 0.98 at every level (the recall goal). JSON goes to stdout
 (one line per pair) and --out (the whole report); progress to stderr. `--shards N` builds every
 index with N primaries, `--merge` force-merges each to one segment (a live index never is),
 `--drop` deletes this run's indices afterwards.
@@ -40,17 +40,17 @@ import numpy as np
 from opensearchpy import OpenSearch, helpers
 
 from bench import clustered
-from mappings import Hnsw
 from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
+from suli.hnsw import Hnsw
 from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility
 
 K = 10
-RULE = 0.98  # issue 11: a choice is kept only if mean recall@10 >= this at every level
+RULE = 0.98  # the recall goal: a choice is kept only if mean recall@10 >= this at every level
 DEPTH = Settings().candidate_depth
 DEFAULT_CONFIGS = [
     "m16-efc128-f32",  # today's mapping (items.json)

@@ -93,7 +93,7 @@ def demo(
     ctx: click.Context, db_path: Path | None, port: int, principal_id: str, serve: bool
 ) -> None:
     """Load a sample workspace (~1,000 items) into the embedded store and serve it."""
-    from suli import sample
+    from cli import sample
     from suli.core import open_backend, open_embedder
 
     if serve and not _port_free(port):

@@ -1,32 +1,81 @@
-"""`suli`: one Click group; each sub-command parses input, calls the core and formats output."""
+"""`suli`: one Click group; each sub-command parses input, calls the core and formats output.
+
+Sub-commands are imported when they are called, not when `suli` starts: the whole stack
+(FastAPI, MCP, uvicorn, onnxruntime, opensearch-py) takes over a CPU-second to import, and
+`suli --version` or `suli search` on the embedded store need none of most of it.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
-from cli.admin import acl, delete, index_cmd, principal, token
-from cli.cluster import cluster
-from cli.data import export, schema
-from cli.demo import demo
-from cli.evaluate import evaluate
-from cli.mcp import mcp_cmd
-from cli.ops import indices, reindex, status
-from cli.search import facets, related, search, show
-from cli.serve import serve
-from suli.settings import is_settings_error, settings_error_line
+# name -> "module:attribute", in the order `suli --help` lists them.
+COMMANDS = {
+    "search": "cli.search:search",
+    "show": "cli.search:show",
+    "related": "cli.search:related",
+    "facets": "cli.search:facets",
+    "index": "cli.admin:index_cmd",
+    "delete": "cli.admin:delete",
+    "acl": "cli.admin:acl",
+    "principal": "cli.admin:principal",
+    "token": "cli.admin:token",
+    "cluster": "cli.cluster:cluster",
+    "eval": "cli.evaluate:evaluate",
+    "serve": "cli.serve:serve",
+    "demo": "cli.demo:demo",
+    "mcp": "cli.mcp:mcp_cmd",
+    "reindex": "cli.ops:reindex",
+    "status": "cli.ops:status",
+    "indices": "cli.ops:indices",
+    "schema": "cli.data:schema",
+    "export": "cli.data:export",
+    "config": "cli.config:config_cmd",
+}
+
+
+def load_command(name: str) -> click.Command:
+    """Import one sub-command by its name in COMMANDS."""
+    module, attr = COMMANDS[name].split(":")
+    command = getattr(importlib.import_module(module), attr)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{COMMANDS[name]} is not a click command")
+    return command
+
+
+def _warn_unknown_settings(ctx: click.Context) -> None:
+    """A mistyped SULI_* variable is named on stderr (with the closest setting), not ignored."""
+    if ctx.invoked_subcommand == "config" or not any(k.startswith("SULI_") for k in os.environ):
+        return  # `suli config` reports them itself
+    from suli.config_ref import unknown_lines
+
+    for line in unknown_lines():
+        click.echo(line, err=True)
 
 
 class SuliGroup(click.Group):
-    """The CLI's edge: a bad SULI_* setting, wherever a command reads Settings, is one line
-    naming the variable and its fix, exit 2, never a traceback."""
+    """The CLI's edge: sub-commands load on first use, and a bad SULI_* setting, wherever a
+    command reads Settings, is one line naming the variable and its fix, exit 2, never a
+    traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load_command(cmd_name) if cmd_name in COMMANDS else None
 
     def invoke(self, ctx: click.Context) -> Any:
+        _warn_unknown_settings(ctx)
         try:
             return super().invoke(ctx)
         except ValueError as e:  # pydantic's ValidationError and SettingsError are ValueErrors
+            from suli.settings import is_settings_error, settings_error_line
+
             if not is_settings_error(e):
                 raise
             click.echo(f"Error: {settings_error_line(e)}", err=True)  # type: ignore[arg-type]
@@ -53,27 +102,3 @@ def cli(
         "opensearch_url": opensearch_url,
         "embedded_path": embedded_path,
     }
-
-
-for command in (
-    search,
-    show,
-    related,
-    facets,
-    index_cmd,
-    delete,
-    acl,
-    principal,
-    token,
-    cluster,
-    evaluate,
-    serve,
-    demo,
-    mcp_cmd,
-    reindex,
-    status,
-    indices,
-    schema,
-    export,
-):
-    cli.add_command(command)

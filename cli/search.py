@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import click
 
-from cli.context import searcher
+from cli.context import searcher, settings
 from cli.output import emit_json, handle_errors, json_option, print_results
 from cli.remote import (
     as_option,
@@ -19,8 +19,8 @@ from cli.remote import (
     url_option,
 )
 from suli.render import DERIVED_FIELDS, facets_json, item_json, response_json
+from suli.search_params import request_from
 from suli.service import Card
-from suli.validate import search_request
 
 
 @click.command()
@@ -73,7 +73,8 @@ def search(
             raise click.UsageError(
                 "Missing option '--as' (or search a service with --url/--token)."
             )
-        req = search_request(query, **flags, page=page)
+        limits = settings(ctx).max_query_chars  # checked before any backend is opened
+        req = request_from({"query": query, **flags, "page": page}, max_query_chars=limits)
         s = searcher(ctx)
         body = response_json(s.search(s.principal(principal_id), req))
     if as_json:
@@ -212,7 +213,8 @@ def facets(
         params = {k: v for k, v in search_params(query, flags).items() if v != ""}
         body = call(url, token, "GET", "/facets", params=params)
     else:
-        req = search_request(query, **flags)
+        limits = settings(ctx).max_query_chars
+        req = request_from({"query": query, **flags}, max_query_chars=limits)
         s = searcher(ctx)
         body = facets_json(s.facets(s.principal(need_principal(principal_id, url)), req=req))
     if as_json:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import click
 
@@ -26,7 +29,8 @@ _ENV = {
     type=click.IntRange(1, 64),
     default=1,
     show_default=True,
-    help="Worker processes (rate limits and metrics are per worker).",
+    help="Worker processes (metrics are summed over them; rate limits are shared only through "
+    "SULI_SHARED_STORE).",
 )
 @click.option(
     "--log-level",
@@ -46,4 +50,23 @@ def serve(ctx: click.Context, host: str, port: int, workers: int, log_level: str
     for key, value in (ctx.obj.get("overrides") or {}).items():
         if value is not None and key in _ENV:
             os.environ[_ENV[key]] = str(value)
+    if workers > 1:
+        _share_metrics()
+        if config.shared_store is None:
+            click.echo(
+                f"note: rate limits are counted in each of the {workers} worker processes "
+                f"(each limit is in effect {workers}x); set SULI_SHARED_STORE=redis://... "
+                "to count them once",
+                err=True,
+            )
     server.run(config, host, port, workers, log_level)
+
+
+def _share_metrics() -> None:
+    """Workers write their metrics to one folder that /metrics sums (prometheus_client's
+    multiprocess mode); it must be set before a worker imports prometheus_client."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return  # the operator's own folder
+    folder = tempfile.mkdtemp(prefix="suli-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, True)

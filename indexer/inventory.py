@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import opensearchpy
 from opensearchpy import OpenSearch
 
-from mappings import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable, InvalidInput
+from suli.hnsw import Hnsw, hnsw_drift
 
 T = TypeVar("T")
 

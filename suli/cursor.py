@@ -32,7 +32,14 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """The bytes of text, which must be their one spelling: unpadded base64url with zero
+    trailing bits. Without this check the decoder (which skips stray characters, and ignores
+    padding and trailing bits) read many strings as one cursor, so one cursor had many
+    spellings that all passed the signature."""
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("not the canonical spelling")
+    return data
 
 
 def search_digest(req: SearchRequest) -> str:

@@ -58,12 +58,3 @@ class Deadline:
 def in_force() -> Deadline | None:
     """The deadline in force for the current work, if any."""
     return _IN_FORCE.get()
-
-
-def time_left(default: float) -> float:
-    """The client timeout a backend call may use: `default`, cut to what is left of the
-    deadline in force. Raises DeadlineExceeded when that deadline has passed."""
-    deadline = _IN_FORCE.get()
-    if deadline is None:
-        return default
-    return min(default, deadline.remaining())

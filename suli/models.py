@@ -117,7 +117,7 @@ class SearchRequest:
 @dataclass(frozen=True)
 class Explain:
     """What the caller may know of a result's rank. No raw text (BM25) score: it is made of
-    corpus statistics over every item, including ones the caller cannot see (issue 14)."""
+    corpus statistics over every item, including ones the caller cannot see."""
 
     text_rank: int | None
     vector_rank: int | None

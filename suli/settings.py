@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from functools import lru_cache
@@ -12,7 +13,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
-from mappings import Hnsw
+from suli.hnsw import Hnsw
 
 DEFAULT_OUTCOME_WEIGHTS = {
     # Multiplicative on the fused score. Finished, accepted work first; lower outcomes
@@ -25,6 +26,10 @@ DEFAULT_OUTCOME_WEIGHTS = {
     "failed": 0.6,
     "abandoned": 0.6,
 }
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def _default_home() -> Path:
@@ -73,7 +78,7 @@ class Settings(BaseSettings):
     # Ranking
     rrf_k: int = Field(default=60, ge=1)
     text_weight: float = Field(default=1.0, ge=0)
-    # bench.quality --tune on NFCorpus dev (issue 15): 0.5 beat 1.0 by 0.0013 nDCG@10.
+    # bench.quality --tune on NFCorpus dev: 0.5 beat 1.0 by 0.0013 nDCG@10.
     vector_weight: float = Field(default=0.5, ge=0)
     candidate_depth: int = Field(default=100, ge=1, le=1000)
     # Tuned on NFCorpus dev: 0.3 cost 0.001 nDCG@10 there; 0.1 cost 0.003 and 0.05 of recall@100.
@@ -106,6 +111,24 @@ class Settings(BaseSettings):
     mcp_streams_per_principal: int = Field(default=4, ge=1)  # open GET /mcp streams
     mcp_stream_check_s: float = Field(default=5.0, gt=0)  # streams re-check their token
     bad_token_per_minute: int = Field(default=30, ge=1)  # invalid tokens per client address
+    # A store every service process and replica shares (redis://host:port/db): rate limits are
+    # counted there, and the cursor secret is kept there when SULI_CURSOR_SECRET is unset.
+    # Unset: each process counts its own limits.
+    shared_store: SecretStr | None = None
+    # The HTTP edge under load; why these defaults: docs/operations.md, "Behind a load balancer".
+    # Request bodies: 1 MiB holds any search or related request a client means (a 100,000-char
+    # spec is at most 400 KB of UTF-8); item ingestion takes batches, so it has its own cap,
+    # room for a few items at the 1,000,000-character body limit.
+    max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    max_ingest_body_bytes: int = Field(default=16 << 20, ge=1024)
+    # Open connections per client address; unset: a quarter of the connection cap, at least 32.
+    max_connections_per_client: int | None = Field(default=None, ge=1)
+    # Comma-separated addresses or networks of the load balancers whose X-Forwarded-For and
+    # X-Forwarded-Proto are believed (e.g. 10.0.0.0/8); empty: none, the peer is the client.
+    trusted_proxies: str = ""
+    # Log lines on stderr: `text` for people, `json` (one object a line) to ship.
+    log_format: Literal["text", "json"] = "text"
+    secure_cookies: bool = False  # always mark the session cookie Secure (else: on https only)
 
     @field_validator("outcome_weights")
     @classmethod
@@ -117,6 +140,20 @@ class Settings(BaseSettings):
         if any(w < 0 for w in v.values()):
             raise ValueError("weights must be >= 0")
         return {**DEFAULT_OUTCOME_WEIGHTS, **v}
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_parse(cls, v: str) -> str:
+        for part in _split(v):
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise ValueError(f"{part!r} is not an IP address or network") from None
+        return v
+
+    @property
+    def trusted_proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(p, strict=False) for p in _split(self.trusted_proxies))
 
     @model_validator(mode="after")
     def _pick_backend(self) -> Settings:

@@ -10,7 +10,8 @@ from suli.text import ENGLISH_STOPWORDS, words
 PASSAGE_WORDS = 40
 SNIPPET_CHARS = 240
 # Passages are looked for in this many leading characters only: the work of a snippet stays
-# bounded however large a body is (issue 14.2), as the embedded highlights are.
+# bounded however large a body is (a huge body must not make a search slow), as the
+# embedded highlights are.
 PASSAGE_SCAN_CHARS = 10_000
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
 

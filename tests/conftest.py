@@ -2,6 +2,7 @@
 
 Tests that need OpenSearch never skip: when none can be reached or started the fixture fails
 with the reason (and in CI that fails the build). Sub-folders add their own conftest files.
+A test's tier marker comes from its folder (`tier_of`), never from a hand-placed mark.
 """
 
 from __future__ import annotations
@@ -20,8 +21,32 @@ from opensearchpy import NotFoundError, OpenSearch
 import devcluster
 
 OPENSEARCH_IMAGE = "opensearchproject/opensearch:2.19.1"
+TESTS = Path(__file__).resolve().parent
+# Each folder is a tier and names its marker (registered in pyproject.toml). Deriving the mark
+# from the folder means a new module cannot forget it: a forgotten `unit` mark once kept a
+# data-loss test out of `pytest -m unit`. `unit` promises no services; the other tiers need
+# OpenSearch, a server, a browser or the model (contract/ runs the embedded store too).
+TIERS = ("unit", "contract", "integration", "api", "cluster", "e2e")
 # A 3-node cluster of its own, away from a dev node on 9200 and the single test node.
 THREE_NODE_HTTP_PORT = int(os.environ.get("SULI_TEST_CLUSTER_HTTP_PORT", "9211"))
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier marker of a test file: the name of its folder under tests/, if that is a tier."""
+    try:
+        parts = path.resolve().relative_to(TESTS).parts
+    except ValueError:  # outside tests/ (e.g. a path given on the command line elsewhere)
+        return None
+    return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
+
+
+# tryfirst: the marks must be on the items before `-m` selects among them.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = tier_of(item.path)
+        if tier is not None:
+            item.add_marker(tier)
 
 
 def _probe(url: str) -> str | None:

@@ -246,7 +246,8 @@ class EmbeddedBackend:
         FTS5's highlight() marks every hit in one pass over a field (linear; each row is its
         own SQLite step, so the deadline stops the query between rows); the fragment is then
         picked in Python from the first HIGHLIGHT_CHARS of it. FTS5's snippet() scored a
-        window per hit over every hit, quadratic inside one uninterruptible step (issue 14.2).
+        window per hit over every hit, quadratic inside one uninterruptible step (a deadline could
+        not stop it).
         """
         if not rowids:
             return {}

@@ -38,7 +38,8 @@ HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
 FRAGMENT_CHARS = 160  # OpenSearch's fragment_size: the length of a highlighted fragment
 # A fragment is picked from this many leading characters of a highlighted field: the Python
-# work per row stays bounded however large a body is (issue 14.2). A hit further in still
+# work per row stays bounded however large a body is (one huge item must not stall a search). A
+# hit further in still
 # matches and ranks; its snippet is then the service's best passage.
 HIGHLIGHT_CHARS = 10_000
 # Rows with a field longer than this are highlighted in per-connection scratch tables holding
@@ -59,7 +60,7 @@ ITEM_COLUMNS = (
 )  # fmt: skip
 
 
-# An id is a key within its workspace (issue 14): the same id in two workspaces is two items,
+# An id is a key within its workspace: the same id in two workspaces is two items,
 # and a board id two boards, so no workspace can overwrite, squat or probe another's ids.
 ITEMS_TABLE = """CREATE TABLE IF NOT EXISTS {name} (
             rowid INTEGER PRIMARY KEY,
@@ -352,8 +353,8 @@ def best_window(
     if start > 0:  # whole words only: back to the start of the word the window cuts
         start = max(marked.rfind(" ", 0, start), marked.rfind("\n", 0, start)) + 1
     if end < n:
-        cut = [k for k in (marked.find(" ", end), marked.find("\n", end)) if k >= 0]
-        end = min(cut) if cut else n
+        breaks = [k for k in (marked.find(" ", end), marked.find("\n", end)) if k >= 0]
+        end = min(breaks) if breaks else n
     text = marked[start:end].strip()
     opens, closes = text.find(MARK_OPEN), text.find(MARK_CLOSE)
     if closes >= 0 and (opens < 0 or closes < opens):

@@ -1,4 +1,4 @@
-"""Storage keys: every item and board id is a key within its workspace (issue 14, finding 4).
+"""Storage keys: every item and board id is a key within its workspace.
 
 A workspace never shares an id space with another, so ids cannot collide, race or be
 squatted across workspaces, and no write or lookup can tell one workspace about another.

@@ -42,6 +42,7 @@ from suli.backends.base import (
 from suli.deadline import in_force
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
+from suli.hnsw import Hnsw, hnsw_drift
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
 from suli.visibility import Visibility, visibility_for
@@ -178,7 +179,7 @@ class OpenSearchBackend:
             shards=shards or self.settings.shards,
             replicas=self.settings.replicas if replicas is None else replicas,
             model=self.model,
-            hnsw=self.settings.hnsw,
+            vector_parameters=self.settings.hnsw.parameters(),
         )
         _wrap(lambda: self.client.indices.create(index=name, body=body), "create index")
         return name
@@ -237,7 +238,7 @@ class OpenSearchBackend:
             log.warning("could not read the vector mapping of %s: %s", index, e)
             return
         field = (got[index]["mappings"].get("properties") or {}).get("vector") or {}
-        if note := mappings.hnsw_drift(mappings.Hnsw.of_mapping(field), self.settings.hnsw):
+        if note := hnsw_drift(Hnsw.of_mapping(field), self.settings.hnsw):
             log.warning("%s", note)
 
     def _rekey_acls(self) -> None:

@@ -23,8 +23,6 @@ from suli.settings import Settings
 
 from .helpers import assert_error_shape, opener, seed
 
-pytestmark = pytest.mark.e2e
-
 
 class Svc:
     def __init__(self, client: TestClient, tokens: dict[str, str], settings: Settings) -> None:

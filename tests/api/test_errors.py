@@ -10,8 +10,6 @@ from suli.auth import revoke_token
 
 from .helpers import Api, assert_error_shape, raw_item
 
-pytestmark = pytest.mark.integration
-
 READ_ROUTES = (
     ("GET", "/api/v1/search?q=deploy", None),
     ("POST", "/api/v1/search", {"q": "deploy"}),

@@ -10,7 +10,6 @@ service under uvicorn, for longer runs); here the app is called in-process.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from uuid import uuid4
@@ -20,12 +19,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-
-# bench/ is not an installed package (it ships nothing): import it from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import fuzz_api
-
-pytestmark = pytest.mark.integration
 
 REQUESTS = int(os.environ.get("SULI_FUZZ_REQUESTS", "1000"))  # per backend
 TIME_BOX_S = float(os.environ.get("SULI_FUZZ_TIME_BOX_S", "300"))  # per backend

@@ -12,8 +12,6 @@ from suli.visibility import Visibility
 
 from .helpers import OTHER_WS, Api, World, assert_error_shape, raw_item
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def admin(make_api: Callable[..., Api], fresh_world: World) -> Api:

@@ -22,8 +22,6 @@ from cli.main import cli
 
 from .helpers import World, opener
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture(scope="module")
 def live_url(world: World) -> Iterator[str]:

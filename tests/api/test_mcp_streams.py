@@ -26,8 +26,6 @@ from suli.settings import Settings
 
 from .helpers import opener, seed
 
-pytestmark = pytest.mark.e2e
-
 CHECK_S = 0.3
 SSE = {"Accept": "text/event-stream", "mcp-protocol-version": "2025-06-18"}
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from .helpers import Api
-
-pytestmark = pytest.mark.integration
 
 
 def samples(api: Api) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

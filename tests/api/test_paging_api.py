@@ -8,8 +8,6 @@ import pytest
 
 from .helpers import Api, assert_error_shape
 
-pytestmark = pytest.mark.integration
-
 
 def ids(body: dict[str, Any]) -> list[str]:
     return [r["id"] for r in body["results"]]

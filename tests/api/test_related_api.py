@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from opensearchpy import OpenSearch
 
 from .helpers import Api, World
-
-pytestmark = pytest.mark.integration
 
 
 def ids(body: dict[str, Any]) -> list[str]:

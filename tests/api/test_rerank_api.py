@@ -16,8 +16,6 @@ from suli.settings import Settings
 
 from .helpers import ITEMS, Api, BrokenReranker, SlowReranker, World, drop, make_world, raw_item
 
-pytestmark = pytest.mark.integration
-
 # Three near-copies of one runbook and one distinct item that ranks below them on the query.
 DUPS = (
     raw_item(

@@ -13,8 +13,6 @@ from suli.validate import search_request
 
 from .helpers import Api, raw_item
 
-pytestmark = pytest.mark.integration
-
 # What each principal may see of ITEMS (search for "deploy" reaches every item).
 VISIBLE = {
     "ana": {"itm_rollback", "itm_checklist", "itm_old"},

@@ -20,8 +20,6 @@ import uvicorn
 
 from app.server import GuardedH11Protocol, ServeConfig, fd_budget, logging_config
 
-pytestmark = pytest.mark.e2e
-
 
 async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
     if scope["type"] != "http":
@@ -128,16 +126,26 @@ def test_connections_past_the_cap_get_503_and_the_cap_frees_up(
 ) -> None:
     port = guarded(max_connections=3)
     held = [_connect(port) for _ in range(3)]
-    time.sleep(0.2)
+    for s in held:  # an answered request proves the server holds the connection (kept alive)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b"ok") and len(answer) < 4096:
+            answer += s.recv(4096) or b"<closed>"
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
     with _connect(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") as extra:
         answer = _read_all(extra)
     assert answer.startswith(b"HTTP/1.1 503 ")
     assert b"retry-after: 1" in answer.lower()
     for s in held:
         s.close()
-    time.sleep(0.2)
-    with _connect(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") as s:
-        assert _read_all(s).startswith(b"HTTP/1.1 200 ")
+    # The server learns of the closes asynchronously: ask again until it answers, within 10 s.
+    deadline = time.monotonic() + 10
+    while True:
+        with _connect(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") as s:
+            answer = _read_all(s)
+        if not answer.startswith(b"HTTP/1.1 503 ") or time.monotonic() > deadline:
+            break
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
 
 
 def test_fd_budget_keeps_connections_and_an_accept_burst_under_the_limit() -> None:

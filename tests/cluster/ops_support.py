@@ -13,7 +13,7 @@ from typing import Any
 from opensearchpy import OpenSearch, helpers
 
 import devcluster
-from suli import sample
+from cli import sample
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
 from suli.embedding import Embedder, FakeEmbedder

@@ -27,8 +27,6 @@ from suli.service import Deadline, Searcher
 from suli.settings import Settings
 from suli.validate import search_request
 
-pytestmark = pytest.mark.cluster
-
 DEADLINE_S = 1.0
 SLACK_S = 0.5  # thread hand-offs and a loaded 2-core machine; the old code took 10 s
 BURST = 20  # concurrent HTTP searches while the node is frozen

@@ -42,8 +42,6 @@ from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import Item
 
-pytestmark = pytest.mark.cluster
-
 TINY_NODE = 2  # n3
 KILLS = 5  # node losses per run of the mid-write test
 SEED = 1414  # its random victims' ties and kill moments: the same every run

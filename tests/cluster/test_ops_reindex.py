@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 from opensearchpy import OpenSearch
 from ops_support import (
@@ -35,8 +34,6 @@ from suli.models import Item
 from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import search_request
-
-pytestmark = pytest.mark.cluster
 
 QUERY_CLIENTS = 8  # concurrent query clients during the reindex
 

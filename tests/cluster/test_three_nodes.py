@@ -11,8 +11,6 @@ from ops_support import index_health
 
 import devcluster
 
-pytestmark = pytest.mark.cluster
-
 DOCS = 300
 
 

@@ -18,8 +18,8 @@ from typing import IO, Any, cast
 from opensearchpy import OpenSearch, helpers
 from ops_support import item_line
 
+from cli import sample
 from indexer.pipeline import Summary, index_items, read_lines
-from suli import sample
 from suli.backends.base import BulkOutcome
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder

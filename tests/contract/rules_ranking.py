@@ -150,6 +150,19 @@ class FusionRules:
         assert all(r.explain is None for r in legs.search("prn_p", "alpha").results)
 
 
+# DESIGN 3.3, written out: approved and completed first, in-progress a little lower, then
+# superseded, then rejected, failed and abandoned (within a step the order is not specified).
+LADDER = {
+    "approved": 0,
+    "completed": 0,
+    "in-progress": 1,
+    "superseded": 2,
+    "rejected": 3,
+    "failed": 3,
+    "abandoned": 3,
+}
+
+
 class OutcomeRules:
     """DESIGN 3.3: outcome weights are multiplicative; lower outcomes sink but never vanish."""
 
@@ -178,8 +191,9 @@ class OutcomeRules:
         resp = outcomes.search("prn_p", "rollout", explain=True, limit=25)
         got = [r.outcome for r in resp.results if r.id.startswith("itm_l_")]
         assert sorted(got) == sorted(OUTCOMES)  # failed, abandoned, rejected all still there
-        weights = [DEFAULT_OUTCOME_WEIGHTS[o] for o in got]
-        assert weights == sorted(weights, reverse=True)
+        assert set(LADDER) == set(OUTCOMES)
+        steps = [LADDER[o] for o in got]  # type: ignore[index]
+        assert steps == sorted(steps)
         browsed = {r.outcome for r in outcomes.search("prn_p", "", limit=25).results}
         assert {"failed", "abandoned", "rejected"} <= browsed
 

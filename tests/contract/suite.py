@@ -13,8 +13,6 @@ Nothing backend-specific lives here; a backend's "refresh after write" is the Wo
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import pytest
 
 from suli.backends.base import Directory
@@ -139,8 +137,6 @@ class ItemIndexContract(
 ):
     """The search rules over an ItemIndex; subclasses override `make_searcher` (class scope:
     worlds are shared read-only)."""
-
-    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.contract]
 
     @pytest.fixture(scope="class")
     @classmethod

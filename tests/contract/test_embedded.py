@@ -18,7 +18,7 @@ from .suite import BackendContract
 
 
 class TestEmbeddedContract(BackendContract):
-    """No service needed: the `contract` mark comes from BackendContract."""
+    """No service needed (the `contract` mark comes from the folder, see tests/conftest.py)."""
 
     @pytest.fixture(scope="class")
     @classmethod

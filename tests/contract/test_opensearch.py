@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from typing import Any
 from uuid import uuid4
 
 import pytest
@@ -21,9 +21,6 @@ from .suite import BackendContract
 
 
 class TestOpenSearchContract(BackendContract):
-    # Added to BackendContract's `contract` mark (pytest merges marks along the MRO).
-    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.integration]
-
     @pytest.fixture(scope="class")
     @classmethod
     def make_searcher(cls, opensearch_url: str, os_client: OpenSearch) -> Iterator[MakeSearcher]:

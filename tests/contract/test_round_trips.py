@@ -21,8 +21,6 @@ from suli.visibility import visibility_for
 
 from .helpers import WS, KeyedEmbedder, World, acl, counting, item, principal
 
-pytestmark = pytest.mark.integration
-
 ITEMS = [
     item("itm_a", "Quokka runbook", board="brd_a"),
     item("itm_b", "Quokka budget", board="brd_b"),

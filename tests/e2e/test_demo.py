@@ -13,12 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
 
-pytestmark = pytest.mark.e2e
 SULI = str(Path(sys.executable).with_name("suli"))
 
 

@@ -22,8 +22,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.e2e
-
 FD_LIMIT = 256
 FLOOD = 400  # connections: well past what 256 fds can hold
 FLOOD_TIME_S = 6.0  # the flood stops opening connections after this, whatever happened

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp import Client
+from mcp.types import CallToolResult
 
+from suli.auth import create_token, revoke_token
 from suli.render import response_json
 from suli.service import Searcher
 from suli.validate import search_request
@@ -14,8 +18,6 @@ from suli.validate import search_request
 from .conftest import Service
 from .mcp_client import call, ids, in_memory, over_http, session, text
 from .world import VISIBLE, World
-
-pytestmark = pytest.mark.e2e
 
 INVISIBLE_TO_BOT = {"itm_checklist", "itm_secret", "itm_bobnotes", "itm_other", "itm_hidden"}
 # Newest last activity first: what browsing (no words) must return for ana.
@@ -280,12 +282,30 @@ def test_a_mistyped_argument_is_a_tool_error_not_a_crash(core: Searcher, e2e_wor
     assert "limit" in text(result) and "valid integer" in text(result)
 
 
-def test_a_revoked_token_stops_working(core: Searcher, e2e_world: World) -> None:
+UNAUTHORIZED = {"error": {"code": "unauthorized", "message": "unknown or revoked token"}}
+
+
+def test_an_unknown_token_is_refused(core: Searcher) -> None:
     result = call(in_memory(core, "suli_not-a-token"), "library_search", query="deploy")
     assert result.is_error
-    assert result.structured_content == {
-        "error": {"code": "unauthorized", "message": "unknown or revoked token"}
-    }
+    assert result.structured_content == UNAUTHORIZED
+
+
+def test_a_revoked_token_stops_working(core: Searcher) -> None:
+    """Revoked mid-connection: the next call on the same session is refused."""
+    token = create_token(core.backend, "prn_ana")  # a token of its own: the world's stay valid
+
+    async def go() -> tuple[CallToolResult, CallToolResult]:
+        async with Client(in_memory(core, token), raise_exceptions=True) as client:
+            before = await client.call_tool("library_search", {"query": "deploy"})
+            await anyio.to_thread.run_sync(revoke_token, core.backend, token)
+            return before, await client.call_tool("library_search", {"query": "deploy"})
+
+    before, after = anyio.run(go)
+    assert ids(before) == core_ids(core, "ana", "deploy")
+    assert after.is_error
+    assert after.structured_content == UNAUTHORIZED
+    assert "itm_" not in text(after)
 
 
 def test_streamable_http_uses_each_requests_bearer_token(core: Searcher, service: Service) -> None:

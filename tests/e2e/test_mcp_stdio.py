@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from mcp.client.stdio import StdioServerParameters
 
 from suli.render import response_json
@@ -15,8 +14,6 @@ from suli.validate import search_request
 
 from .mcp_client import ids, session, text
 from .world import VISIBLE, World
-
-pytestmark = pytest.mark.e2e
 
 SULI = str(Path(sys.executable).with_name("suli"))  # the console script of this venv
 

@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import httpx
-import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
@@ -17,8 +16,6 @@ from suli.validate import search_request
 
 from .conftest import Service
 from .mcp_client import call, ids, in_memory, over_http
-
-pytestmark = pytest.mark.e2e
 
 QUERY = "deploy rollback"
 WHO = "ana"

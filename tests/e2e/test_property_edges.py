@@ -32,8 +32,6 @@ from suli.service import Card
 from .conftest import running
 from .mcp_client import over_http
 
-pytestmark = pytest.mark.e2e
-
 EXAMPLES = {"embedded": 12, "opensearch": 5}
 
 

@@ -16,9 +16,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 
 

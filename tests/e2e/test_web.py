@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from suli.render import response_json
@@ -14,8 +13,6 @@ from suli.validate import search_request
 
 from .conftest import Service
 from .world import VISIBLE
-
-pytestmark = pytest.mark.e2e
 
 PHONE = {"width": 390, "height": 844}
 

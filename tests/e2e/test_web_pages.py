@@ -9,8 +9,6 @@ import pytest
 
 from .conftest import Service
 
-pytestmark = pytest.mark.e2e
-
 
 @pytest.fixture
 def client(service: Service) -> Iterator[httpx.Client]:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import devcluster
-
-# bench/ is not an installed package (it ships nothing): import it from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import native_hybrid
 
 

@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch, RequestError, helpers
 
-pytestmark = pytest.mark.integration
-
 DIM = 8
 KNN_PLUGIN = "org.opensearch.knn.plugin.KNNPlugin"
 VECTOR_FIELD = {

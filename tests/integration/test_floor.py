@@ -3,22 +3,18 @@ while real questions about it still do (bench/floor.py calibrates the floor on N
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from suli import sample
+from bench.floor import nonsense_queries
+from cli import sample
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import MiniLMEmbedder
 from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import search_request
-
-# bench/ is not an installed package: import it from the repository root (as test_bench_smoke).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.floor import nonsense_queries
 
 pytestmark = pytest.mark.model
 

@@ -25,8 +25,6 @@ from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility
 
-pytestmark = pytest.mark.integration
-
 # A reader of workspace "ws" who sees its workspace-wide items (all of this file's items).
 READER = Visibility(workspace="ws", principal_id="prn_reader", boards=frozenset())
 

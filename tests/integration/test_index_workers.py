@@ -15,14 +15,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from indexer.workers import EmbedPool
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import FakeEmbedder
 from suli.visibility import Visibility
-
-pytestmark = pytest.mark.integration
 
 SULI = str(Path(sys.executable).parent / "suli")
 

@@ -11,12 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 from opensearchpy import OpenSearch
 
 from devcluster import jdk
-
-pytestmark = pytest.mark.integration
 
 ENABLED = "Java vector incubator API enabled"
 VECTOR_FLAGS = "--add-modules=jdk.incubator.vector"

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import devcluster
 from devcluster import plugins
 from devcluster.http import get_json
-
-pytestmark = pytest.mark.integration
 
 
 def test_a_node_started_with_neural_search_lists_it_beside_knn(

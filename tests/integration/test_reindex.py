@@ -9,8 +9,8 @@ refused documents, dry runs and the bad inputs of the commands.
 from __future__ import annotations
 
 import json
+import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,19 +20,18 @@ from click.testing import CliRunner
 from opensearchpy import OpenSearch
 
 import mappings
+from cli import sample
 from cli.main import cli
 from indexer.inventory import live_index, physical_indices, read_meta
 from indexer.reindex import Reindexer
-from suli import sample
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder, FakeEmbedder
 from suli.errors import IndexingError, InvalidInput
+from suli.hnsw import Hnsw
 from suli.models import Item
 from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import search_request
-
-pytestmark = pytest.mark.integration
 
 N = 300
 
@@ -179,6 +178,18 @@ def test_interrupted_copy_resumes_where_it_stopped(world: World) -> None:
     assert len(_ids(client, building.name)) == N + 1
 
 
+class _ResendSeen(logging.Handler):
+    """Sets `seen` when the bulk layer logs a re-send round (its one WARNING per round)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("re-sending "):
+            self.seen.set()
+
+
 def test_writes_refused_by_the_block_land_in_the_new_index(world: World) -> None:
     """The mechanism the swap relies on: a blocked write is re-sent and follows the alias."""
     client = world.backend.client
@@ -189,9 +200,18 @@ def test_writes_refused_by_the_block_land_in_the_new_index(world: World) -> None
     outcome: list[object] = []
     item = Item("during_block", sample.WORKSPACE, "written while the alias moves")
     vector = world.embedder.embed_documents([item.embed_text()])[0]
-    writer = threading.Thread(target=lambda: outcome.append(world.backend.upsert([(item, vector)])))
-    writer.start()
-    time.sleep(1.5)  # the writer meets the block and backs off
+    backing_off = _ResendSeen()
+    bulk_log = logging.getLogger(OpenSearchBackend.__module__)
+    bulk_log.addHandler(backing_off)
+    try:
+        writer = threading.Thread(
+            target=lambda: outcome.append(world.backend.upsert([(item, vector)]))
+        )
+        writer.start()
+        # The writer met the block: its re-send round is announced before its back-off sleep.
+        assert backing_off.seen.wait(60), "the blocked write was never re-sent"
+    finally:
+        bulk_log.removeHandler(backing_off)
     client.indices.update_aliases(
         body={
             "actions": [
@@ -428,7 +448,7 @@ def test_a_changed_vector_graph_is_noted_and_reindex_builds_it(world: World) -> 
     target = json.loads(out)["report"]["target"]
     client = world.backend.client
     field = client.indices.get_mapping(index=target)[target]["mappings"]["properties"]["vector"]
-    assert mappings.Hnsw.of_mapping(field) == mappings.Hnsw(8, 64, "sq")
+    assert Hnsw.of_mapping(field) == Hnsw(8, 64, "sq")
     assert _ids(client, target) == {it.id for it in sample.build(N).items}
     code, out, err = _suli(world, "status", "--json")
     assert code == 0, err

@@ -22,8 +22,6 @@ from suli.models import Item
 from suli.settings import Settings
 from suli.visibility import Visibility
 
-pytestmark = pytest.mark.integration
-
 ITEMS = [Item(f"itm_{n}", "ws_a" if n % 2 else "ws_b", f"note {n}") for n in range(40)]
 
 

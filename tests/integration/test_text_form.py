@@ -20,7 +20,6 @@ from suli.models import Filters, Item, Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
-pytestmark = pytest.mark.integration
 WS = "ws_tf"
 EMB = FakeEmbedder()
 ITEMS = [

@@ -4,17 +4,12 @@ writes its grid and choice before it reads test, and covers both backends (a tin
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-# bench/ is not an installed package (it ships nothing): import it from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import nfcorpus, quality, tuning
-
-pytestmark = pytest.mark.integration
 
 
 def test_tuning_on_test_is_refused_before_anything_happens(

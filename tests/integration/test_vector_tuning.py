@@ -14,11 +14,10 @@ from indexer.inventory import status
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
+from suli.hnsw import Hnsw
 from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility
-
-pytestmark = pytest.mark.integration
 
 DIM = 16
 READER = Visibility("ws", "prn_reader", frozenset({"brd_a"}))  # sees brd_a, not brd_b
@@ -82,16 +81,16 @@ def test_an_sq_encoded_index_serves_suli_search_and_drift_is_reported(
     index = backend.current_index()
     assert index is not None
     field = os_client.indices.get_mapping(index=index)[index]["mappings"]["properties"]["vector"]
-    assert mappings.Hnsw.of_mapping(field) == mappings.Hnsw(8, 64, "sq")
+    assert Hnsw.of_mapping(field) == Hnsw(8, 64, "sq")
     for i in (0, 10, 42):  # an item's own vector finds it first
         got = backend.search(LegQuery(READER, Filters(), None, vecs[i].tolist(), 10))
         assert not got.errors
         assert got.vector[0].item.id == f"itm_{i}"
         assert len(got.vector) == 10 and all(h.item.board == "brd_a" for h in got.vector)
     expected = (mappings.mapping_version(), "test-random", DIM)
-    same = status(os_client, alias, expected, hnsw=mappings.Hnsw(8, 64, "sq"))
+    same = status(os_client, alias, expected, hnsw=Hnsw(8, 64, "sq"))
     assert not [n for n in same["notes"] if "vector graph" in n]
-    other = status(os_client, alias, expected, hnsw=mappings.Hnsw())
+    other = status(os_client, alias, expected, hnsw=Hnsw())
     assert [n for n in other["notes"] if "vector graph" in n and "suli reindex" in n]
     # A start with other settings serves the index as it is, and says so in the log.
     plain = Settings(opensearch_url=opensearch_url, index_alias=alias, acl_index=f"{alias}-acl")

@@ -11,8 +11,6 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from suli.settings import Settings
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture
 def client(tmp_path: Path) -> TestClient:

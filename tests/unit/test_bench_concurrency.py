@@ -7,18 +7,13 @@ counting, not OpenSearch or Suli behaviour, which tests/integration/test_bench_s
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import concurrency
-
-pytestmark = pytest.mark.unit
 
 _served = itertools.count()
 

@@ -3,20 +3,15 @@ give each principal its visible share, and the growth table."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-# bench/ is not an installed package: import it from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.clustered import LEVELS, WORKSPACE, visible_mask
-from bench.scale_cluster import acl_rows, exact_topk, growth, recall_at
+from bench.scale_cluster.growth import growth
+from bench.scale_cluster.load import acl_rows
+from bench.scale_cluster.recall import exact_topk, recall_at
 from suli.models import Principal
 from suli.visibility import visibility_for
-
-pytestmark = pytest.mark.unit
 
 # Unit vectors; their dot products with (1, 0) are 1, 0, 0.6, 0.8, -1 and with (0, 1)
 # 0, 1, 0.8, 0.6, 0 (worked out by hand).

@@ -5,14 +5,11 @@ import os
 from datetime import date
 from pathlib import Path
 
-import pytest
-
 from suli.backends import opensearch_bodies as b
 from suli.backends.base import LegQuery
 from suli.models import Filters
 from suli.visibility import Visibility
 
-pytestmark = pytest.mark.unit
 GOLDEN = Path(__file__).parent / "golden"
 VIS = Visibility("ws1", "prn_ana", frozenset({"brd_b", "brd_a"}))
 FILTERS = Filters(

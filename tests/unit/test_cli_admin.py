@@ -11,8 +11,6 @@ from click.testing import CliRunner
 
 from cli.main import cli
 
-pytestmark = pytest.mark.unit
-
 PRINCIPALS = [
     {"id": "prn_b", "workspace": "ws", "kind": "agent", "groups": []},
     {"id": "prn_a", "workspace": "ws", "kind": "person", "groups": ["g"]},

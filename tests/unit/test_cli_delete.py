@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import FakeEmbedder
 from suli.visibility import Visibility
-
-pytestmark = pytest.mark.unit
 
 
 def test_delete_removes_one_workspaces_item_and_reports_missing_ids(tmp_path: Path) -> None:

@@ -11,8 +11,6 @@ from click.testing import CliRunner
 
 from cli.main import cli
 
-pytestmark = pytest.mark.unit
-
 # Commands that never read Settings: the local node manager (its own state dir) and the
 # item schema (static).
 NO_SETTINGS = ("cluster", "schema")
@@ -26,7 +24,9 @@ BAD = {
 
 def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out = []
-    for name, cmd in sorted(group.commands.items()):
+    for name in sorted(group.list_commands(click.Context(group))):
+        cmd = group.get_command(click.Context(group), name)
+        assert cmd is not None
         if isinstance(cmd, click.Group):
             out += _leaves(cmd, (*prefix, name))
         else:
@@ -38,7 +38,9 @@ def _command(path: tuple[str, ...]) -> click.Command:
     cmd: click.Command = cli
     for name in path:
         assert isinstance(cmd, click.Group)
-        cmd = cmd.commands[name]
+        sub = cmd.get_command(click.Context(cmd), name)
+        assert sub is not None, name
+        cmd = sub
     return cmd
 
 

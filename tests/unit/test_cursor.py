@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from suli import cursor
 from suli.errors import InvalidInput
 from suli.settings import Settings
 from suli.validate import search_request
 
-pytestmark = pytest.mark.unit
 SECRET = b"s" * 32
 
 
@@ -65,3 +69,50 @@ def test_the_secret_is_made_once_kept_private_and_reused(tmp_path: Path) -> None
     configured = Settings(home=tmp_path / "other", embedder="fake", cursor_secret="abc")
     assert cursor.secret_for(configured) == b"abc"
     assert not configured.cursor_secret_path.exists()
+
+
+def _spellings(text: str) -> list[str]:
+    """Other strings that a lenient base64url decoder reads as the same bytes as text."""
+    out = [text + "=", text + "==", text + "!", "\n" + text, text[:1] + " " + text[1:]]
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    spare = (6 * len(text)) % 8  # bits of the last character that carry no data
+    if spare:
+        last = alphabet.index(text[-1])
+        out += [text[:-1] + alphabet[last ^ bit] for bit in range(1, 1 << spare)]
+    return out
+
+
+def test_a_cursor_has_one_spelling_others_are_refused_naming_cursor() -> None:
+    req = search_request("deploy")
+    made = cursor.make(SECRET, "prn_a", req, 10)
+    body, sig = made.split(".")
+    others = [f"{b}.{sig}" for b in _spellings(body)] + [f"{body}.{s}" for s in _spellings(sig)]
+    assert len(others) > 10
+    for other in others:
+        with pytest.raises(InvalidInput) as e:
+            cursor.read(SECRET, other, "prn_a", req)
+        assert e.value.field == "cursor", other
+    assert cursor.read(SECRET, made, "prn_a", req) == 10
+
+
+# Canonical unpadded base64url, as a grammar: whole quads, then 2 characters whose last carries
+# 4 zero bits (index a multiple of 16) or 3 whose last carries 2 zero bits (a multiple of 4).
+_B64 = "[A-Za-z0-9_-]"
+CANONICAL = re.compile(f"(?:{_B64}{{4}})*(?:{_B64}[AQgw]|{_B64}{{2}}[AEIMQUYcgkosw048])?")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=80), st.text("ABCDQgw0_-=!. \n", max_size=6), st.data())
+def test_exactly_the_canonical_spellings_decode(
+    payload: bytes, noise: str, data: st.DataObject
+) -> None:
+    text = base64.urlsafe_b64encode(payload).decode().rstrip("=")
+    at = data.draw(st.integers(0, len(text)))
+    spelled = text[:at] + noise + text[at:]
+    if CANONICAL.fullmatch(spelled):
+        pad = "=" * (-len(spelled) % 4)
+        expected = base64.b64decode(spelled + pad, altchars=b"-_", validate=True)
+        assert cursor._unb64(spelled) == expected
+    else:
+        with pytest.raises((ValueError, binascii.Error)):
+            cursor._unb64(spelled)

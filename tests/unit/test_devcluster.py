@@ -29,8 +29,6 @@ from devcluster.cluster import JDK_FILE, Cluster
 from devcluster.http import describe_listener, port_free
 from devcluster.spec import ClusterSpec, java_command, opensearch_yml
 
-pytestmark = pytest.mark.unit
-
 
 def _yml(text: str) -> dict[str, str]:
     return dict(line.split(": ", 1) for line in text.strip().splitlines())

@@ -1,6 +1,7 @@
 """Docs stay true: every `suli ...` command in README.md and docs/*.md parses against the real
 Click CLI (the command exists, its options exist, its arguments fit), without running it. In
-the spirit of sqlite-utils' tests/test_docs.py."""
+the spirit of sqlite-utils' tests/test_docs.py. Also: the README's measured figures are the
+ones of bench/RESULTS.md's summary, and every raw file the results name exists."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pytest
 
 from cli.main import cli
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -81,7 +81,7 @@ def check(command: str, whole: bool = True) -> None:
         if not isinstance(cmd, click.Group) or not words:
             break
         name, words = words[0], words[1:]
-        sub = cmd.commands.get(name)
+        sub = cmd.get_command(click.Context(cmd), name)
         assert sub is not None, f"{' '.join(path)}: no command {name!r}"
         cmd, path = sub, [*path, name]
     if isinstance(cmd, click.Group):
@@ -152,3 +152,57 @@ def test_documented_command_parses(where: str, command: str, whole: bool) -> Non
 def test_the_checker_catches_false_docs(bad: str) -> None:
     with pytest.raises(AssertionError):
         check(bad)
+
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+RAW = ROOT / "bench" / "results"
+# A figure: a number with a decimal point (0.3523, 1.15, 87.6); integers are counts and sizes.
+_FIGURE = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")
+
+
+def section(text: str, heading: str, end: str) -> str:
+    start = text.index(heading)
+    return text[start : text.index(end, start + len(heading))]
+
+
+def test_readme_figures_are_the_results_summary() -> None:
+    measured = section((ROOT / "README.md").read_text(), "## Measured", "\n## ")
+    summary = section(RESULTS.read_text(), "## Summary", "\n---\n")
+    quoted = set(_FIGURE.findall(measured))
+    assert {"0.3523", "0.3539"} <= quoted  # the relevance the product ships
+    assert quoted <= set(_FIGURE.findall(summary)), quoted - set(_FIGURE.findall(summary))
+
+
+def test_the_figure_check_catches_a_stale_readme() -> None:
+    summary = set(_FIGURE.findall(section(RESULTS.read_text(), "## Summary", "\n---\n")))
+    assert "0.3551" not in summary  # measured without the meaning floor: not a current figure
+    assert _FIGURE.findall("hybrid **0.3551**, 1.5x, 12 items") == ["0.3551", "1.5"]
+
+
+def test_every_summary_row_names_raw_files_that_exist() -> None:
+    rows = [
+        line
+        for line in section(RESULTS.read_text(), "## Summary", "\n---\n").splitlines()
+        if line.startswith("| ") and not line.startswith(("| what", "|---"))
+    ]
+    assert len(rows) >= 10
+    for row in rows:
+        names = re.findall(r"`([^`]+\.(?:txt|json|jsonl|md|log))`", row.split("|")[-2])
+        assert names, f"no raw file named: {row}"
+        for name in names:
+            assert (RAW / name).is_file(), name
+
+
+@pytest.mark.parametrize("doc", ["RESULTS.md", "RESULTS-archive.md"])
+def test_raw_files_named_in_the_results_exist(doc: str) -> None:
+    text = (ROOT / "bench" / doc).read_text()
+    for name in re.findall(r"bench/results/([\w.{},*-]+\w)", text):
+        # `text_leg_{100k,1m}_x.json` and `term-stats-*.txt` name several files.
+        alternatives = re.fullmatch(r"(.*)\{(.*)\}(.*)", name)
+        names = (
+            [alternatives[1] + a + alternatives[3] for a in alternatives[2].split(",")]
+            if alternatives
+            else [name]
+        )
+        for n in names:
+            assert list(RAW.glob(n)), f"{doc}: bench/results/{n} does not exist"

@@ -24,8 +24,6 @@ from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotF
 from suli.models import KINDS, OUTCOMES, BoardAcl, Filters, Item, Principal, Station
 from suli.visibility import Visibility, can_see, visibility_for
 
-pytestmark = pytest.mark.unit
-
 DIM = 8
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

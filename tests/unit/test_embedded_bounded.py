@@ -8,11 +8,7 @@ deadline, on both backends) is tests/contract/rules_bounded.py.
 
 from __future__ import annotations
 
-import pytest
-
 from suli.backends import embedded_sql
-
-pytestmark = pytest.mark.unit
 
 
 def test_best_window_centres_the_most_distinct_hits_on_whole_words() -> None:

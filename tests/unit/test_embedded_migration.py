@@ -7,15 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from suli.backends import embedded_sql as q
 from suli.backends.base import LegQuery
 from suli.backends.embedded import EmbeddedBackend
 from suli.models import BoardAcl, Filters, Item
 from suli.visibility import Visibility
-
-pytestmark = pytest.mark.unit
 
 DIM = 8
 # The two tables format 3 changed, exactly as format 2 created them (frozen history).

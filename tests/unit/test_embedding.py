@@ -22,8 +22,6 @@ from suli.embedding import (
 )
 from suli.errors import InvalidInput
 
-pytestmark = pytest.mark.unit
-
 
 class CountingEmbedder:
     """A FakeEmbedder that records every batch it is asked to embed."""

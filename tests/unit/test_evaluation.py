@@ -6,8 +6,6 @@ import pytest
 
 from suli.evaluation import mean_metrics, ndcg_at, read_qrels, recall_at
 
-pytestmark = pytest.mark.unit
-
 
 def test_ndcg_by_hand() -> None:
     rels = {"a": 2, "b": 1, "c": 0}

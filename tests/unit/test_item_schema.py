@@ -16,7 +16,6 @@ from cli.main import cli
 from suli.errors import InvalidInput
 from suli.validate import item_json_schema, parse_item
 
-pytestmark = pytest.mark.unit
 DOCS = Path(__file__).parents[2] / "docs"
 SAMPLE = DOCS / "sample-items.jsonl"
 

@@ -18,8 +18,6 @@ from cli.main import cli
 from indexer.pipeline import MAX_LINE_BYTES, Rejection, read_lines
 from suli.validate import MAX_STRUCT_BYTES, MAX_STRUCT_DEPTH
 
-pytestmark = pytest.mark.unit
-
 
 def line(item_id: str, **extra: object) -> bytes:
     data = {"id": item_id, "workspace": "ws", "title": f"title {item_id}", **extra}

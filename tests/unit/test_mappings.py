@@ -1,12 +1,9 @@
 """Documents use only mapped fields and the model's dimension; the vector is Lucene HNSW."""
 
-import pytest
-
 import mappings
 from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
+from suli.hnsw import Hnsw, hnsw_drift
 from suli.models import Item, Station
-
-pytestmark = pytest.mark.unit
 
 
 def test_documents_use_only_mapped_fields() -> None:
@@ -41,11 +38,11 @@ def test_binary_body_is_not_searchable_text() -> None:
 def test_hnsw_settings_reach_the_vector_field() -> None:
     from suli.settings import Settings
 
-    assert Settings().hnsw == mappings.Hnsw()  # defaults build what items.json states
-    default = mappings.items_index(384, hnsw=Settings().hnsw)
+    assert Settings().hnsw == Hnsw()  # defaults build what items.json states
+    default = mappings.items_index(384, vector_parameters=Settings().hnsw.parameters())
     assert default == mappings.items_index(384)
     s = Settings(hnsw_m=32, hnsw_ef_construction=200, vector_encoder="sq")
-    body = mappings.items_index(384, hnsw=s.hnsw)
+    body = mappings.items_index(384, vector_parameters=s.hnsw.parameters())
     params = body["mappings"]["properties"]["vector"]["method"]["parameters"]
     assert params == {"m": 32, "ef_construction": 200, "encoder": {"name": "sq"}}
 
@@ -54,10 +51,10 @@ def test_hnsw_read_back_from_a_mapping_and_drift_said() -> None:
     # As OpenSearch returns a mapping made with the sq encoder (parameters filled in).
     field = {"method": {"parameters": {"m": 8, "ef_construction": 64,
                                        "encoder": {"name": "sq", "parameters": {}}}}}  # fmt: skip
-    built = mappings.Hnsw.of_mapping(field)
-    assert built == mappings.Hnsw(8, 64, "sq")
-    assert mappings.hnsw_drift(built, built) is None
-    note = mappings.hnsw_drift(built, mappings.Hnsw())
+    built = Hnsw.of_mapping(field)
+    assert built == Hnsw(8, 64, "sq")
+    assert hnsw_drift(built, built) is None
+    note = hnsw_drift(built, Hnsw())
     assert note is not None and "m=8" in note and "m=16" in note and "suli reindex" in note
     # No parameters stated: k-NN's own defaults (m 16, ef_construction 100), float32.
-    assert mappings.Hnsw.of_mapping({"method": {}}) == mappings.Hnsw(16, 100, "float32")
+    assert Hnsw.of_mapping({"method": {}}) == Hnsw(16, 100, "float32")

@@ -13,8 +13,6 @@ from suli.embedding import FakeEmbedder
 from suli.errors import IndexingError
 from suli.models import Item
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(
     ("a", "b", "missing", "extra"),

@@ -6,9 +6,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).parents[2]
 
 

@@ -5,7 +5,6 @@ import pytest
 from suli.ranking import outcome_weight, rank
 from suli.settings import DEFAULT_OUTCOME_WEIGHTS
 
-pytestmark = pytest.mark.unit
 W = DEFAULT_OUTCOME_WEIGHTS
 
 

@@ -6,8 +6,6 @@ import pytest
 
 from suli.rerank import MMRReranker
 
-pytestmark = pytest.mark.unit
-
 A = [1.0, 0.0, 0.0]
 A2 = [0.99, 0.05, 0.0]  # a near-duplicate of A
 B = [0.0, 1.0, 0.0]

@@ -1,11 +1,7 @@
 """Best passage and clipping of snippets (HTML-safe)."""
 
-import pytest
-
 from suli.snippets import best_passage, clip, passages
 from suli.text import only_common_words, words
-
-pytestmark = pytest.mark.unit
 
 
 def test_best_passage_prefers_shared_words() -> None:

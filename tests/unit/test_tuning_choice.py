@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench import tuning
 from suli.settings import Settings
-
-pytestmark = pytest.mark.unit
 
 # One query: the text leg finds an irrelevant item; the one relevant item is a meaning-only match
 # with similarity 0.25, under the default floor (0.33). A lower floor would keep it and win dev.

@@ -7,8 +7,6 @@ import pytest
 from suli.errors import InvalidInput
 from suli.validate import parse_acl, parse_item, parse_principal, search_request
 
-pytestmark = pytest.mark.unit
-
 GOOD = {"id": "itm_1", "workspace": "ws1", "title": "Deploy checklist"}
 
 

@@ -7,8 +7,6 @@ from hypothesis import strategies as st
 from suli.models import BoardAcl, Item, Principal
 from suli.visibility import can_see, visibility_for
 
-pytestmark = pytest.mark.unit
-
 ANA = Principal("prn_ana", "ws1", groups=("grp_eng",))
 ACLS = [
     BoardAcl("brd_a", "ws1", members=("prn_ana",)),

@@ -11,8 +11,6 @@ from suli.backends.opensearch_bodies import visibility_clause
 from suli.models import BoardAcl, Principal
 from suli.visibility import Visibility, can_see
 
-pytestmark = pytest.mark.unit
-
 ANA = Principal("prn_ana", "ws", groups=("grp_eng",))
 ACLS = [(BoardAcl("brd_a", "ws", "A", ("prn_ana",)), 7), (BoardAcl("brd_e", "ws", "E", (), ("grp_eng",)), 9), (BoardAcl("brd_x", "ws", "X"), 11)]  # fmt: skip
 VIS = vd.stored("acl-idx", ANA)

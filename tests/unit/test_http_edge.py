@@ -9,8 +9,6 @@ from app.ratelimit import DAY_S, RateLimiter
 from app.respond import fit
 from suli.errors import RateLimited
 
-pytestmark = pytest.mark.unit
-
 
 class Clock:
     def __init__(self, t: float) -> None:

@@ -1,6 +1,7 @@
 """A realistic sample workspace (boards, people, agents, stations, ~1,000 items), made deterministically.
 
-Used by `suli demo` and by tests that want believable ops and product work to search.
+Demo data, not the search core: used by `suli demo`, and by tests and benches that want
+believable ops and product work to search.
 """
 
 from __future__ import annotations
@@ -277,21 +278,13 @@ def _binary(base: Item, rng: random.Random) -> Item:
     )
 
 
-VECTORS = Path(__file__).parent / "data" / "sample_vectors.npz"
+# Precomputed with the bundled model, so `suli demo` starts without embedding 1,000 items; a
+# text or model that differs from them is embedded when loaded.
+VECTORS = Path(__file__).parent / "sample_vectors.npz"
 
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def save_vectors(items: list[Item], embedder: Embedder, path: Path = VECTORS) -> None:
-    """Precompute the sample's vectors once, so `suli demo` starts without embedding 1,000 items."""
-    texts = [i.embed_text() for i in items]
-    vecs = embedder.embed_documents(texts)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        path, model=np.array(embedder.name), sha=np.array([_sha(t) for t in texts]), vectors=vecs
-    )
 
 
 def vectors_for(items: list[Item], embedder: Embedder, path: Path = VECTORS) -> np.ndarray:

@@ -1,0 +1,62 @@
+"""The latency phase: Suli core, Suli HTTP and raw `_msearch` of the same bodies, interleaved
+query by query; also timed by the writes phase while a writer runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bench.clustered import WORKSPACE
+from bench.overhead import interleave, pct, raw_bodies, summarise
+from bench.scale_cluster.size import SizeRun
+from suli.models import SearchRequest
+from suli.visibility import visibility_for
+
+
+def latency(run: SizeRun) -> dict[str, Any]:
+    run.require_loaded()
+    return timed(run)
+
+
+def timed(run: SizeRun) -> dict[str, Any]:
+    texts, vecs = run.query_set
+    vectors = dict(zip(texts, vecs, strict=True))
+    texts = list(vectors)
+    searcher, client, alias = run.searcher, run.client, run.alias
+    vis = visibility_for(run.principal, run.backend.acls(WORKSPACE))
+    depth = run.settings.candidate_depth
+    phases: dict[str, list[float]] = {}
+
+    def core(q: str) -> Any:
+        resp = searcher.search(run.principal, SearchRequest(query=q, limit=10))
+        for k, v in resp.timings_ms.items():
+            phases.setdefault(k, []).append(v)
+        return resp
+
+    def raw(q: str) -> Any:
+        lines: list[dict[str, Any]] = []
+        for body in raw_bodies(vis, q, vectors[q], depth):
+            lines += [{"index": alias}, body]
+        return client.msearch(body=lines)
+
+    http, headers = run.http
+
+    def over_http(q: str) -> Any:
+        params: dict[str, Any] = {"q": q, "limit": 10}
+        return http.get("/api/v1/search", params=params, headers=headers).raise_for_status()
+
+    sides: dict[str, Callable[[str], Any]] = {"raw_msearch": raw, "suli_core": core,
+                                              "suli_http": over_http}  # fmt: skip
+    for q in texts[: run.args.warmup]:  # warm caches and connections on every side
+        for fn in sides.values():
+            fn(q)
+    phases.clear()
+    times = interleave(sides, texts, run.args.rounds)
+    first = searcher.search(run.principal, SearchRequest(query=texts[0], limit=1))
+    return {
+        "principal": run.principal.id, "queries": len(texts), "rounds": run.args.rounds,
+        "depth": depth, "total_for_first_query": first.total,
+        "sides": summarise(times, "raw_msearch"),
+        "core_phases_p50_ms": {k: round(pct(v, 50), 2) for k, v in phases.items()},
+        "core_phases_p99_ms": {k: round(pct(v, 99), 2) for k, v in phases.items()},
+    }  # fmt: skip
