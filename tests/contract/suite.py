@@ -110,8 +110,6 @@ class DirectoryRules:
 class DirectoryContract(DirectoryRules):
     """The Directory suite; subclasses provide `directory` (a fresh, empty directory)."""
 
-    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.contract]
-
     @pytest.fixture
     def directory(self) -> Directory:
         raise NotImplementedError("a backend's contract class provides directory")

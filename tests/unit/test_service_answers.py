@@ -21,8 +21,6 @@ from suli.errors import InvalidInput
 from suli.render import item_json, result_json
 from suli.service import Card
 
-pytestmark = pytest.mark.unit
-
 
 def _zebras() -> list:
     shown = [

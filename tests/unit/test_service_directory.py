@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -17,8 +16,6 @@ from suli.backends.memory import MemoryBackend
 
 
 class TestMemoryDirectory(DirectoryContract):
-    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.unit]
-
     @pytest.fixture
     def directory(self) -> Directory:
         return MemoryBackend(8)

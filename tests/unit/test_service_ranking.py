@@ -12,8 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the cont
 
 from contract.helpers import KeyedEmbedder, World, axis, blend, item, memory_world, principal
 
-pytestmark = pytest.mark.unit
-
 # DESIGN 3.3, in its own words: approved and completed first, in-progress a little lower, then
 # superseded, then rejected, failed and abandoned. Not read from the settings' defaults.
 TIERS = [

@@ -23,8 +23,6 @@ from suli.models import BoardAcl, Item, Principal
 from suli.render import facets_json, item_json, response_json
 from suli.service import Card
 
-pytestmark = pytest.mark.unit
-
 # Every gate of the meaning-only rule open: a vector-mode search lists every visible item.
 OPEN = {"meaning_margin": 2.0, "meaning_floor": -1.0}
 

@@ -1,25 +1,27 @@
-"""The item-index contract against the in-memory backend (the test double of the unit tier):
-the Searcher's unit tests can trust it to behave as the real stores do."""
+"""The item-index contract against the in-memory backend, the test double of the Searcher's
+unit tests: it passes the same rules as the real stores, so those tests can trust it. No
+service is needed, so it runs in the unit tier."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the contract package
+
+from contract.helpers import MakeSearcher, World, memory_world
+from contract.suite import ItemIndexContract
 
 from suli.embedding import Embedder
 from suli.models import BoardAcl, Item, Principal
 
-from .helpers import MakeSearcher, World, memory_world
-from .suite import ItemIndexContract
-
 
 class TestMemoryContract(ItemIndexContract):
-    """Its directory runs in tests/unit/test_service_directory.py. No service is needed, so
-    the suite is part of the unit tier too (added to ItemIndexContract's `contract` mark)."""
-
-    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.unit]
+    """Its directory runs in tests/unit/test_service_directory.py."""
 
     @pytest.fixture(scope="class")
     @classmethod
