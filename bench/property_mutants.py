@@ -77,7 +77,7 @@ def _groups_ignored() -> Patch:
         )
         return Visibility(principal.workspace, principal.id, boards)
 
-    where = ["suli.visibility", "suli.service", "suli.backends.opensearch_vis"]
+    where = ["suli.visibility", "suli.service", "suli.backends.opensearch.visibility"]
     return [(m, "visibility_for", visibility_for) for m in _modules(where, "visibility_for")]
 
 
