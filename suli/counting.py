@@ -61,6 +61,10 @@ def search_total(
     assert legs.text_total is not None
     if legs.text_total > len(legs.text) and meaning_only:
         # The word leg was cut at depth: a meaning-only hit may be a word match further
-        # down. The engine counts the union exactly.
+        # down. The vector leg says which of its hits the words match (then no second
+        # request); else the engine counts the union exactly.
+        if legs.word_matches is not None:
+            extra = [i for i in meaning_only if i not in legs.word_matches]
+            return legs.text_total + len(extra), relation, None
         return count_facets(match, 0).total, relation, None
     return legs.text_total + len(meaning_only), relation, None

@@ -4,6 +4,10 @@ A cursor is `base64url(payload).base64url(HMAC-SHA256(secret, payload))`. The pa
 principal id, a digest of the normalised search (words, filters, mode, regex) and the offset, so
 a cursor made for another caller or another search, or edited by hand, is refused. It carries
 no visibility: the page is always computed again under the caller's current visibility.
+
+Past the fused candidates a cursor also carries sort values (`after`): browse's position (the
+last item's last activity and id) and, in text mode, where the text leg's window starts (its
+offset `base` and, on a backend that gives them, the sort values of the hit before it).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import hmac
 import json
 import os
 import secrets
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,61 @@ def _unb64(text: str) -> bytes:
     return data
 
 
+@dataclass(frozen=True)
+class Position:
+    """Where a page starts: `offset` in the answer's list; `after`: sort values to continue
+    from (None: the offset alone); `base`: the offset where `after`'s run of results starts."""
+
+    offset: int
+    after: list[Any] | None = None
+    base: int = 0
+
+
+# OpenSearch's `index.max_result_window`: a page found by number alone (from + size) must end
+# within it; a cursor's sort values go further (search_after).
+MAX_FROM = 10_000
+TOO_DEEP = f"page: a page number reaches only the first {MAX_FROM:,} results; follow `next`"
+
+
+@dataclass(frozen=True)
+class Window:
+    """The run of text-leg hits a text-mode page is ranked in: `base` is its first hit's
+    position, `after` the backend's sort values of the hit before it (None: by offset)."""
+
+    base: int = 0
+    after: list[Any] | None = None
+    too_deep: bool = False  # by offset alone, past MAX_FROM
+
+
+def text_window(req: SearchRequest, at: Position, depth: int) -> Window:
+    """Text mode pages through every match in windows of `depth` hits, each fused and
+    weighted like the first; hybrid and vector answers are one window (their fused list)."""
+    if req.mode != "text":
+        return Window()
+    if at.after is not None:
+        return Window(at.base, at.after)
+    base = at.offset // depth * depth
+    return Window(base, None, too_deep=base + depth > MAX_FROM)
+
+
+@dataclass(frozen=True)
+class Filled:
+    """How a page was filled: `consumed` ranked ids (shown or skipped as no longer visible),
+    the replacements the fetch checked, and the visible ones among them."""
+
+    consumed: int
+    asked: frozenset[str]
+    visible: frozenset[str]
+
+
+def browse_after(after: list[Any] | None) -> tuple[datetime | None, str] | None:
+    """A browse cursor's sort values as the backends take them (last activity, id)."""
+    if after is None:
+        return None
+    when, item_id = after
+    return (datetime.fromisoformat(when) if when else None, str(item_id))
+
+
 def search_digest(req: SearchRequest) -> str:
     """What makes two requests the same search: case and spacing of words do not count
     (both legs ignore them); limit, explain and the page position do not either."""
@@ -56,17 +116,29 @@ def search_digest(req: SearchRequest) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def make(secret: bytes, principal_id: str, req: SearchRequest, offset: int) -> str:
-    payload = json.dumps(
-        {"v": VERSION, "p": principal_id, "s": search_digest(req), "o": offset},
-        separators=(",", ":"),
-    ).encode()
+def make(secret: bytes, principal_id: str, req: SearchRequest, at: Position | int) -> str:
+    if isinstance(at, int):
+        at = Position(at)
+    data: dict[str, Any] = {
+        "v": VERSION,
+        "p": principal_id,
+        "s": search_digest(req),
+        "o": at.offset,
+    }
+    if at.after is not None:
+        data["a"], data["b"] = at.after, at.base
+    payload = json.dumps(data, separators=(",", ":")).encode()
     sig = hmac.new(secret, payload, hashlib.sha256).digest()
     return f"{_b64(payload)}.{_b64(sig)}"
 
 
 def read(secret: bytes, cursor: str, principal_id: str, req: SearchRequest) -> int:
-    """The offset a cursor stands for; InvalidInput naming `cursor` unless it is this caller's
+    """The offset a cursor stands for (see read_position)."""
+    return read_position(secret, cursor, principal_id, req).offset
+
+
+def read_position(secret: bytes, cursor: str, principal_id: str, req: SearchRequest) -> Position:
+    """The position a cursor stands for; InvalidInput naming `cursor` unless it is this caller's
     cursor for this very search, unaltered."""
     bad = InvalidInput("cursor: not a cursor of this search (start again from page 1)", "cursor")
     if len(cursor) > MAX_CURSOR_CHARS or cursor.count(".") != 1:
@@ -89,9 +161,11 @@ def read(secret: bytes, cursor: str, principal_id: str, req: SearchRequest) -> i
         or data.get("s") != search_digest(req)
         or not isinstance(data.get("o"), int)
         or data["o"] < 0
+        or not isinstance(data.get("a", []), list)
+        or not isinstance(data.get("b", 0), int)
     ):
         raise bad
-    return int(data["o"])
+    return Position(int(data["o"]), data.get("a"), int(data.get("b", 0)))
 
 
 def secret_for(settings: Settings) -> bytes:

@@ -179,3 +179,6 @@ class SearchResponse:
     next: str | None = None  # the cursor of the next page
     facets: FacetCounts | None = None
     dropped: dict[str, int] | None = None  # explain: hits left out, by reason
+    # Hybrid (and related): pages stop after this many results, the fused candidates, when
+    # `total` counts more; None when paging reaches every result `total` counts.
+    paging_limit: int | None = None

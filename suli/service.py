@@ -9,8 +9,18 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from suli import cursor as cursors
-from suli.backends.base import FACET_CAP, Backend, Facets, Hit, LegQuery, LegResults, MatchSet
+from suli.backends.base import (
+    FACET_CAP,
+    Backend,
+    Facets,
+    Hit,
+    LegQuery,
+    LegResults,
+    MatchSet,
+    PageQuery,
+)
 from suli.counting import Relation, search_total
+from suli.cursor import TOO_DEEP, Filled, Position, Window, browse_after, text_window
 from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -135,39 +145,50 @@ class Searcher:
             embedding = _EMBED_POOL.submit(self.embedder.embed_query, req.query)
         vis = ph.run("acl", lambda: self.visibility(principal, acls))
         assert isinstance(vis, Visibility)
+        at = Position(req.offset)
         if req.cursor:  # checked before any search work: a bad cursor costs nothing
-            req = replace(req, cursor=None, offset=self._offset(vis, req))
+            at = cursors.read_position(self._secret(), req.cursor, vis.principal_id, req)
+            req = replace(req, cursor=None, offset=at.offset)
         if not words(req.query):
-            return self._browse(vis, req, deadline, ph)
-        return self._search(vis, req, deadline, ph, req.query, embedding=embedding)
+            return self._browse(vis, req, deadline, ph, at)
+        return self._search(vis, req, deadline, ph, req.query, embedding=embedding, at=at)
 
     def _browse(
-        self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases
+        self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases, at: Position
     ) -> SearchResponse:
-        """No words: the same filters, newest last activity first; pages up to the depth."""
-        offset = self._offset(vis, req)
-        depth = self.settings.candidate_depth
-        want = max(0, min(req.limit, depth - offset))
-        fetch = offset + want if want else 0  # past the depth: only the count
+        """No words: the same filters, newest last activity first; pages reach `total`."""
+        after = browse_after(at.after)
+        offset = at.offset if after is None else 0
+        too_deep = after is None and offset + req.limit > cursors.MAX_FROM
         items, total = ph.run(
             "browse",
-            lambda: self.backend.browse(vis, req.filters, fetch, deadline.remaining(), req.regex),
+            lambda: self.backend.browse(
+                vis,
+                req.filters,
+                0 if too_deep else req.limit,
+                deadline.remaining(),
+                req.regex,
+                offset=0 if too_deep else offset,
+                after=after,
+            ),
         )
-        page = items[offset:]
-        results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in page]
+        if too_deep and at.offset < total:
+            raise InvalidInput(TOO_DEEP, "page")
+        results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in items]
         results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
         facets = None
         if req.facets:
             match = MatchSet(regex=req.regex, every=True)
             facets = ph.run("facets", lambda: self._facets(vis, req.filters, match, deadline))
         rerank = "skipped-browse" if self.reranker is not None else "off"
-        return self._paged(
-            vis,
-            req,
-            SearchResponse(tuple(results), total, ph.done(), rerank=rerank, facets=facets),
-            offset,
-            min(total, depth),
-        )
+        resp = SearchResponse(tuple(results), total, ph.done(), rerank=rerank, facets=facets)
+        end = at.offset + len(results)
+        nxt = None
+        if end < total and items:  # the next page continues after the last item shown
+            last = items[-1]
+            key = [last.last_activity_at.isoformat() if last.last_activity_at else None, last.id]
+            nxt = self.cursor_at(vis.principal_id, req, Position(end, key, end))
+        return replace(resp, offset=at.offset, has_more=nxt is not None, next=nxt)
 
     # ---- paging ----------------------------------------------------------------------------
 
@@ -176,24 +197,9 @@ class Searcher:
             self._cursor_secret = cursors.secret_for(self.settings)
         return self._cursor_secret
 
-    def _offset(self, vis: Visibility, req: SearchRequest) -> int:
-        """Where this page starts: the cursor's offset (checked) or the request's own."""
-        if req.cursor:
-            return cursors.read(self._secret(), req.cursor, vis.principal_id, req)
-        return req.offset
-
-    def cursor_at(self, principal_id: str, req: SearchRequest, offset: int) -> str:
-        """The cursor of the page that starts at `offset` of this search, for this caller."""
-        return cursors.make(self._secret(), principal_id, req, offset)
-
-    def _paged(
-        self, vis: Visibility, req: SearchRequest, resp: SearchResponse, offset: int, listed: int
-    ) -> SearchResponse:
-        """`listed`: how many ranked results can be paged through (at most the depth)."""
-        end = offset + len(resp.results)
-        has_more = end < listed
-        nxt = self.cursor_at(vis.principal_id, req, end) if has_more else None
-        return replace(resp, offset=offset, has_more=has_more, next=nxt)
+    def cursor_at(self, principal_id: str, req: SearchRequest, at: int | Position) -> str:
+        """The cursor of the page that starts at `at` of this search, for this caller."""
+        return cursors.make(self._secret(), principal_id, req, at)
 
     def _facets(
         self,
@@ -242,8 +248,10 @@ class Searcher:
         exclude: Sequence[str] = (),
         prefer: Sequence[Item] = (),
         embedding: concurrent.futures.Future[FloatArray] | None = None,
+        at: Position | None = None,
     ) -> SearchResponse:
         s = self.settings
+        at = at or Position(req.offset)
         degraded: list[Degraded] = []
         filters = req.filters
         if exclude:
@@ -254,6 +262,9 @@ class Searcher:
         if req.mode != "text":
             vector = self._embed_query(text, ph, degraded, deadline, embedding)
         deadline.remaining()
+        # Text mode pages past the fused candidates in windows of `depth` text hits, each
+        # ranked like the first (docs/decisions.md, "Paging"); other modes have one window.
+        window = text_window(req, at, s.candidate_depth) if not prefer else Window()
         query = LegQuery(
             vis=vis,
             filters=filters,
@@ -263,9 +274,12 @@ class Searcher:
             text_fields="plain" if only_common_words(text) else "stemmed",
             regex=req.regex,
             timeout_s=deadline.remaining(),
+            text_offset=window.base if window.after is None and not window.too_deep else 0,
+            text_after=None if window.after is None else tuple(window.after),
         )
         legs = ph.run("search", lambda: self.backend.search(query))
         assert isinstance(legs, LegResults)
+        asked_vis = vis  # the page is read under this again: the engine reads the boards anew
         if legs.vis is not None:
             vis = legs.vis  # the boards the engine read: the later reads use them as they are
         for leg, reason in legs.errors.items():
@@ -280,15 +294,15 @@ class Searcher:
         deadline.remaining()
 
         t0 = time.perf_counter()
-        items: dict[str, Hit] = {}
-        for h in (*legs.vector, *legs.text):  # text last: its hit carries the highlights
-            items[h.id] = h
-        highlights = {h.id: h.highlights for h in legs.text}
+        hits: dict[str, Hit] = {}
+        for h in (*legs.vector, *legs.text):
+            hits[h.id] = h
+        text_ids = {h.id for h in legs.text}
         dropped: dict[str, int] | None = {} if req.explain else None
         scored = rank(
             [(h.id, h.score) for h in legs.text],
             [(h.id, h.score) for h in legs.vector],
-            {i: h.outcome for i, h in items.items()},
+            {i: h.outcome for i, h in hits.items()},
             k=s.rrf_k,
             text_weight=s.text_weight,
             vector_weight=s.vector_weight,
@@ -307,24 +321,44 @@ class Searcher:
 
         preferred = [it for it in prefer if it.id not in exclude]
         pref_ids = {it.id for it in preferred}
-        offset = self._offset(vis, req)
         kept = "direct-reference" if req.explain else None
         # Direct references (related only) lead the list; a search has none.
         listed = [*(it.id for it in preferred), *(i for i in ranked_ids if i not in pref_ids)]
         pref_by_id = {it.id: it for it in preferred}
+        counted = ph.run(
+            "count",
+            lambda: self._count(vis, req, query, legs, scored, filters, deadline),
+        )
+        total, relation, facets = counted
+        total += len([i for i in preferred if i.id not in by_id])
+        start = at.offset - window.base
+        if window.too_deep:
+            if at.offset < total:
+                raise InvalidInput(TOO_DEEP, "page")
+            start = len(listed)
+        fetch = PageQuery(
+            asked_vis,
+            (),
+            filters,
+            req.regex,
+            query.text,
+            query.text_fields,
+            replacements=tuple(it.superseded_by for it in preferred if it.superseded_by),
+        )
+        shown, used = ph.run(
+            "fetch",
+            lambda: self._fill(fetch, listed[start:], req.limit, hits, text_ids),
+        )
         results: list[Result] = []
-        for item_id in listed[offset : offset + req.limit]:
+        for item_id, (item, hl) in shown.items():
             if item_id in pref_by_id:
-                it = pref_by_id[item_id]
-                results.append(self._result(it, 0.0, clip(it.body or it.caption), None, kept=kept))
+                results.append(self._result(item, 0.0, clip(item.body or item.caption), None, kept))
                 continue
             r = by_id[item_id]
-            score, f, reason, w = r.score, r.fused, r.kept, r.weight
-            hit = items[item_id]
-            hl = highlights.get(item_id)
-            snippet = hl[0] if hl else best_passage(hit.item.body or hit.item.caption, text)
+            snippet = hl[0] if hl else best_passage(item.body or item.caption, text)
             explain = None
             if req.explain:
+                f = r.fused
                 tleg, vleg = f.legs.get("text"), f.legs.get("vector")
                 explain = Explain(
                     text_rank=tleg.rank if tleg else None,
@@ -333,18 +367,12 @@ class Searcher:
                     rrf=f.rrf,
                     text_share=f.shares.get("text", 0.0),
                     vector_share=f.shares.get("vector", 0.0),
-                    outcome_weight=w,
-                    score=score,
-                    kept=reason,
+                    outcome_weight=r.weight,
+                    score=r.score,
+                    kept=r.kept,
                 )
-            results.append(self._result(hit.item, score, snippet, explain))
-        results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
-        counted = ph.run(
-            "count",
-            lambda: self._count(vis, req, query, legs, scored, filters, deadline),
-        )
-        total, relation, facets = counted
-        total += len([i for i in preferred if i.id not in by_id])
+            results.append(self._result(item, r.score, snippet, explain))
+        results = self._named_replacements(vis, results, used)
         resp = SearchResponse(
             tuple(results),
             total,
@@ -355,7 +383,55 @@ class Searcher:
             facets=facets,
             dropped=dropped,
         )
-        return self._paged(vis, req, resp, offset, len(listed))
+        end = at.offset + used.consumed
+        nxt: Position | None = None
+        if start + used.consumed < len(listed):
+            nxt = Position(end, window.after, window.base)
+        elif req.mode == "text" and not prefer and len(legs.text) >= query.depth and end < total:
+            last = legs.text[-1].key  # the next window starts after this window's last hit
+            nxt = Position(end, None if last is None else list(last), end)
+        cursor = self.cursor_at(vis.principal_id, req, nxt) if nxt is not None else None
+        reach = len(listed) if req.mode != "text" or prefer else None
+        limit = reach if reach is not None and reach < total else None
+        return replace(
+            resp, offset=at.offset, has_more=cursor is not None, next=cursor, paging_limit=limit
+        )
+
+    def _fill(
+        self,
+        fetch: PageQuery,
+        ranked: Sequence[str],
+        limit: int,
+        hits: dict[str, Hit],
+        text_ids: set[str],
+    ) -> tuple[dict[str, tuple[Item, tuple[str, ...]]], Filled]:
+        """The page: the first `limit` of `ranked` the caller may still see, in order. An item
+        that became invisible (or stopped passing the filters) between the legs and this
+        fetch is skipped and the page refilled from the next ranked ids (another fetch, only
+        then); `consumed` says how far into `ranked` the page reached, for the next cursor."""
+        shown: dict[str, tuple[Item, tuple[str, ...]]] = {}
+        asked: set[str] = set()
+        seen: set[str] = set()
+        pos = 0
+        extra = fetch.replacements  # the direct references' replacements ride on the first
+        while len(shown) < limit and pos < len(ranked):
+            batch = ranked[pos : pos + limit - len(shown)]
+            pos += len(batch)
+            reps = {h.superseded_by for i in batch if (h := hits.get(i)) and h.superseded_by}
+            q = replace(
+                fetch,
+                ids=tuple(batch),
+                highlight_ids=tuple(i for i in batch if i in text_ids),
+                replacements=tuple(dict.fromkeys((*extra, *sorted(reps)))),
+            )
+            extra = ()
+            asked |= set(q.replacements)
+            got = self.backend.page(q)
+            seen |= got.replacements
+            for i in batch:
+                if i in got.items:
+                    shown[i] = (got.items[i], got.highlights.get(i, ()))
+        return shown, Filled(pos, frozenset(asked), frozenset(seen))
 
     def _count(
         self,
@@ -431,6 +507,22 @@ class Searcher:
             score=score,
             explain=explain,
         )
+
+    def _named_replacements(
+        self, vis: Visibility, results: list[Result], filled: Filled
+    ) -> list[Result]:
+        """As _resolve_superseded, from what the page fetch checked; a replacement it did not
+        check (the item changed between the legs and the fetch) is looked up now."""
+        late = [r for r in results if r.superseded_by and r.superseded_by not in filled.asked]
+        visible = set(filled.visible)
+        if late:
+            visible |= set(self.backend.get_many(vis, [r.superseded_by or "" for r in late]))
+        return [
+            r
+            if not r.superseded_by or r.superseded_by in visible
+            else replace(r, superseded_by=None)
+            for r in results
+        ]
 
     def _resolve_superseded(self, vis: Visibility, results: list[Result]) -> list[Result]:
         """Name a replacement only when the caller may see it; else say only `superseded`."""

@@ -7,9 +7,10 @@ side (auth: the directory) takes only that side."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
 from suli.models import BoardAcl, FacetCounts, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -31,47 +32,32 @@ class LegQuery:
     text_fields: TextFields = "stemmed"
     regex: str | None = None  # regex mode: replaces the text leg
     timeout_s: float | None = None
+    # Where the text leg starts in its own (score, id) order, for text-mode pages past the
+    # first `depth` matches: skip `text_offset` hits, or start after `text_after` (a Hit.key of
+    # this backend, which wins where the backend gives keys).
+    text_offset: int = 0
+    text_after: tuple[Any, ...] | None = None
 
 
 class Hit:
-    """One ranked hit of one leg. score: BM25 for text, cosine similarity for vector.
+    """One ranked hit of one leg: only what fusion, the gates, explain and the page read.
 
-    Fusion reads only `id`, `score` and `outcome`; a backend may defer building the full
-    `item` (`Hit.deferred`) so that of ~200 candidates only the page's few are ever built.
+    score: BM25 for text, cosine similarity for vector. `key`: the backend's own sort values
+    of a text hit (to continue the leg after it), None when the backend pages by offset.
     """
 
-    __slots__ = ("_build", "_item", "highlights", "id", "outcome", "score")
+    __slots__ = ("id", "key", "outcome", "score", "superseded_by")
 
-    def __init__(self, item: Item, score: float, highlights: tuple[str, ...] = ()) -> None:
-        self.id, self.outcome, self.score, self.highlights = (
-            item.id,
-            item.outcome,
-            score,
-            highlights,
-        )
-        self._item: Item | None = item
-        self._build: Callable[[], Item] | None = None
-
-    @classmethod
-    def deferred(
-        cls,
+    def __init__(
+        self,
         item_id: str,
-        outcome: str | None,
         score: float,
-        highlights: tuple[str, ...],
-        build: Callable[[], Item],
-    ) -> Hit:
-        hit = cls.__new__(cls)
-        hit.id, hit.outcome, hit.score, hit.highlights = item_id, outcome, score, highlights
-        hit._item, hit._build = None, build
-        return hit
-
-    @property
-    def item(self) -> Item:
-        if self._item is None:
-            assert self._build is not None
-            self._item = self._build()  # (two threads may both build it: same value)
-        return self._item
+        outcome: str | None = None,
+        superseded_by: str | None = None,
+        key: tuple[Any, ...] | None = None,
+    ) -> None:
+        self.id, self.score, self.outcome = item_id, score, outcome
+        self.superseded_by, self.key = superseded_by, key
 
     def __repr__(self) -> str:
         return f"Hit({self.id!r}, {self.score!r})"
@@ -89,6 +75,32 @@ class LegResults:
     # The boards the engine read for a query whose visibility was stored (explicit from here
     # on: the request's later reads need not look them up again); None otherwise.
     vis: Visibility | None = None
+    # The vector hits that the text leg's query also matches under the same filters (so
+    # `total` needs no second count); None when the backend did not check.
+    word_matches: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """The page of a search, fetched after fusion: the items (in `ids`, ranked) the caller
+    may still see under the search's filters, their highlights and the replacements named
+    by superseded items that the caller may see, in one request where the backend allows."""
+
+    vis: Visibility
+    ids: tuple[str, ...]
+    filters: Filters = field(default_factory=Filters)
+    regex: str | None = None
+    text: str | None = None  # the text leg's words, to highlight (None: no highlight)
+    text_fields: TextFields = "stemmed"
+    highlight_ids: tuple[str, ...] = ()  # the page's text-leg hits: only these are highlighted
+    replacements: tuple[str, ...] = ()  # superseded_by ids to check for visibility
+
+
+@dataclass(frozen=True)
+class Page:
+    items: dict[str, Item] = field(default_factory=dict)  # visible ones among PageQuery.ids
+    highlights: dict[str, tuple[str, ...]] = field(default_factory=dict)  # marked fragments
+    replacements: frozenset[str] = frozenset()  # the visible ones among PageQuery.replacements
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,10 @@ class BulkOutcome:
     retries: int = 0
     missing: tuple[str, ...] = ()
 
+
+# Where browse continues: (last_activity_at, id) of the last item shown. Browse's order is
+# last_activity_at descending (items without one last), then id: unique within a workspace.
+BrowseKey = tuple[datetime | None, str]
 
 Facets = FacetCounts  # the core's type: a search response carries them too
 
@@ -152,6 +168,10 @@ class ItemIndex(Protocol):
 
     def search(self, query: LegQuery) -> LegResults: ...
 
+    def page(self, query: PageQuery) -> Page:
+        """The page's items, highlights and visible replacements (see PageQuery)."""
+        ...
+
     def browse(
         self,
         vis: Visibility,
@@ -159,8 +179,12 @@ class ItemIndex(Protocol):
         limit: int,
         timeout_s: float | None = None,
         regex: str | None = None,
+        *,
+        offset: int = 0,
+        after: BrowseKey | None = None,
     ) -> tuple[list[Item], int]:
-        """Visible items matching filters, newest last_activity_at first, and their count."""
+        """Visible items matching filters, newest last_activity_at first (ties by id), and
+        their count: `limit` of them after skipping `offset`, or after the item at `after`."""
         ...
 
     def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:

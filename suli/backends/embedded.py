@@ -18,12 +18,15 @@ from suli.backends import embedded_sql as q
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
+    BrowseKey,
     BulkOutcome,
     Facets,
     Hit,
     LegQuery,
     LegResults,
     MatchSet,
+    Page,
+    PageQuery,
     Session,
     TextFields,
     TokenInfo,
@@ -170,22 +173,51 @@ class EmbeddedBackend:
         text_total: int | None = None
         errors: dict[str, str] = {}
         timings: dict[str, float] = {}
+        words: frozenset[str] | None = None
         with self._tx(timeout_s=query.timeout_s) as c:
             if query.text is not None:
                 t0 = time.perf_counter()
                 text = self._text_leg(c, query, query.text)
-                text_total = len(text)
-                if len(text) >= query.depth:  # cut at depth: count every match
-                    text_total = self._count_text(c, query, query.text)
+                text_total = query.text_offset + len(text)
+                if len(text) >= query.depth or (query.text_offset and not text):
+                    text_total = self._count_text(c, query, query.text)  # cut: count them all
                 timings["text_took"] = round((time.perf_counter() - t0) * 1000, 3)
             if query.vector is not None:
                 t0 = time.perf_counter()
                 try:
-                    vector = self._vector_leg(c, query, query.vector, timings)
+                    vector, rowids = self._vector_leg(c, query, query.vector, timings)
                 except ValueError as e:  # a malformed query vector fails this leg only
                     errors["vector"] = f"invalid query vector: {e}"
+                else:
+                    if query.text is not None:
+                        words = self._word_matches(c, query, query.text, text, rowids)
                 timings["vector_took"] = round((time.perf_counter() - t0) * 1000, 3)
-        return LegResults(text, vector, errors, timings, text_total)
+        return LegResults(text, vector, errors, timings, text_total, word_matches=words)
+
+    def _word_matches(
+        self,
+        c: sqlite3.Connection,
+        query: LegQuery,
+        text: str,
+        text_hits: Sequence[Hit],
+        rowids: dict[int, str],
+    ) -> frozenset[str]:
+        """The vector hits the words match too. Only a text leg cut at depth can leave word
+        matches out of its hits; otherwise they are exactly its hits."""
+        in_text = {h.id for h in text_hits}
+        if len(text_hits) < query.depth or query.text_offset:
+            return frozenset(i for i in rowids.values() if i in in_text)
+        expr = q.match_expression(text, query.text_fields)
+        rest = [r for r, i in rowids.items() if i not in in_text]
+        if expr is None or not rest:
+            return frozenset(in_text & set(rowids.values()))
+        table = q.FTS_TABLES[query.text_fields]
+        marks = ", ".join("?" * len(rest))
+        found = c.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})",
+            [expr, *rest],
+        ).fetchall()
+        return frozenset(in_text & set(rowids.values())) | {rowids[r] for (r,) in found}
 
     def _count_text(self, c: sqlite3.Connection, query: LegQuery, text: str) -> int:
         """All matches of the text leg under its filters (the leg itself stops at depth)."""
@@ -208,33 +240,71 @@ class EmbeddedBackend:
         table = q.FTS_TABLES[query.text_fields]
         where, params = q.where(query.vis, query.filters, query.regex)
         # bm25() in ORDER BY runs SQLite's sorter, measured 2x faster than FTS5's own
-        # `ORDER BY rank`; snippets are made afterwards for the returned rows only.
+        # `ORDER BY rank`. Every match is scored to rank them, so an OFFSET (later text-mode
+        # windows) costs what a keyset would. Only the fields fusion reads are selected.
         ranked = c.execute(
-            f"""SELECT f.rowid, {q.bm25_call(table, self.bm25_weights)} AS s
+            f"""SELECT i.id, i.outcome, i.superseded_by, {q.bm25_call(table, self.bm25_weights)} AS s
                 FROM {table} f JOIN items i ON i.rowid = f.rowid
-                WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ?""",
-            [expr, *params, query.depth],
+                WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ? OFFSET ?""",
+            [expr, *params, query.depth, query.text_offset],
         ).fetchall()
-        if not ranked:
-            return ()
-        rowids = [r[0] for r in ranked]
-        items = self._items_by_rowid(c, rowids)
-        # Huge fields are highlighted from a capped copy (see FULL_HIGHLIGHT_CHARS).
-        long = {
-            r: it for r, it in items.items() if max(map(len, _fields(it))) > q.FULL_HIGHLIGHT_CHARS
-        }
-        snippets = self._highlights(c, table, expr, [r for r in rowids if r not in long])
-        snippets |= self._capped_highlights(c, query.text_fields, expr, long)
-        hits = []
-        for rowid, score in ranked:
-            item = items[rowid]
+        # bm25() is negated: lower is better
+        return tuple(Hit(i, -float(s), outcome, replaced) for i, outcome, replaced, s in ranked)
+
+    def page(self, query: PageQuery) -> Page:
+        """The page's rows under visibility and filters (read again, in a transaction of its
+        own), FTS5 highlights for its text hits only, and the visible replacements."""
+        if query.regex:
+            q.compile_regex(query.regex)
+        where, params = q.where(query.vis, query.filters, query.regex)
+        items: dict[int, Item] = {}
+        with self._tx() as c:
+            ids = list(dict.fromkeys(query.ids))
+            for chunk in range(0, len(ids), 500):
+                part = ids[chunk : chunk + 500]
+                marks = ", ".join("?" * len(part))
+                for row in c.execute(
+                    f"SELECT {q.SELECT_ITEM} FROM items i WHERE {where} AND i.id IN ({marks})",
+                    [*params, *part],
+                ):
+                    items[row[0]] = q.row_item(row)
+            wanted = set(query.highlight_ids)
+            marked = {r: it for r, it in items.items() if it.id in wanted}
+            snippets = self._page_highlights(c, query, marked)
+            seen: set[str] = set()
+            if query.replacements:
+                vwhere, vparams = q.where(query.vis, Filters(), hidden_ok=True)
+                reps = list(dict.fromkeys(query.replacements))
+                marks = ", ".join("?" * len(reps))
+                seen = {r for (r,) in c.execute(
+                    f"SELECT i.id FROM items i WHERE {vwhere} AND i.id IN ({marks})",
+                    [*vparams, *reps],
+                )}  # fmt: skip
+        highlights: dict[str, tuple[str, ...]] = {}
+        for rowid, item in items.items():
             raw = (item.body, item.caption, item.title)
             if any(q.MARK_OPEN in s or q.MARK_CLOSE in s for s in raw):
                 frags: tuple[str, ...] = ()  # the text itself holds a marker: no safe highlight
             else:
                 frags = tuple(h for h in map(q.highlight_html, snippets.get(rowid, ())) if h)
-            hits.append(Hit(item, -float(score), frags))  # bm25() is negated: lower is better
-        return tuple(hits)
+            highlights[item.id] = frags
+        return Page({it.id: it for it in items.values()}, highlights, frozenset(seen))
+
+    def _page_highlights(
+        self, c: sqlite3.Connection, query: PageQuery, items: dict[int, Item]
+    ) -> dict[int, tuple[str, ...]]:
+        if query.text is None or not items:
+            return {}
+        expr = q.match_expression(query.text, query.text_fields)
+        if expr is None:
+            return {}
+        table = q.FTS_TABLES[query.text_fields]
+        # Huge fields are highlighted from a capped copy (see FULL_HIGHLIGHT_CHARS).
+        long = {
+            r: it for r, it in items.items() if max(map(len, _fields(it))) > q.FULL_HIGHLIGHT_CHARS
+        }
+        snippets = self._highlights(c, table, expr, [r for r in items if r not in long])
+        return snippets | self._capped_highlights(c, query.text_fields, expr, long)
 
     @staticmethod
     def _highlights(
@@ -308,7 +378,8 @@ class EmbeddedBackend:
         query: LegQuery,
         vec: Sequence[float],
         timings: dict[str, float],
-    ) -> tuple[Hit, ...]:
+    ) -> tuple[tuple[Hit, ...], dict[int, str]]:
+        """The hits and their rowids (rowid -> item id)."""
         qv = np.asarray(vec, dtype=np.float32)
         if qv.shape != (self.dimension,) or not np.all(np.isfinite(qv)):
             raise ValueError(f"expected {self.dimension} finite numbers")
@@ -333,21 +404,30 @@ class EmbeddedBackend:
 
         cand, pos = self._cache.candidates(gen, (where, *params), m, find)
         if not len(cand):
-            return ()
+            return (), {}
         rowids, scores = m.top(cand, pos, qv, query.depth)
-        items = self._items_by_rowid(c, [int(r) for r in rowids])
-        return tuple(Hit(items[int(r)], float(s)) for r, s in zip(rowids, scores, strict=True))
+        rows = self._lean_rows(c, [int(r) for r in rowids])
+        hits = []
+        for r, score in zip(rowids, scores, strict=True):
+            item_id, outcome, replaced = rows[int(r)]
+            hits.append(Hit(item_id, float(score), outcome, replaced))
+        return tuple(hits), {int(r): rows[int(r)][0] for r in rowids}
 
     @staticmethod
-    def _items_by_rowid(c: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Item]:
-        out: dict[int, Item] = {}
+    def _lean_rows(
+        c: sqlite3.Connection, rowids: Sequence[int]
+    ) -> dict[int, tuple[str, str | None, str | None]]:
+        """(id, outcome, superseded_by) by rowid: what fusion reads, no text."""
+        out: dict[int, tuple[str, str | None, str | None]] = {}
         for chunk in range(0, len(rowids), 500):
             part = rowids[chunk : chunk + 500]
             marks = ", ".join("?" * len(part))
-            for row in c.execute(
-                f"SELECT {q.SELECT_ITEM} FROM items i WHERE i.rowid IN ({marks})", part
+            for rowid, *rest in c.execute(
+                "SELECT i.rowid, i.id, i.outcome, i.superseded_by FROM items i "
+                f"WHERE i.rowid IN ({marks})",
+                part,
             ):
-                out[row[0]] = q.row_item(row)
+                out[rowid] = (rest[0], rest[1], rest[2])
         return out
 
     # ---- reads -------------------------------------------------------------------------
@@ -359,15 +439,22 @@ class EmbeddedBackend:
         limit: int,
         timeout_s: float | None = None,
         regex: str | None = None,
+        *,
+        offset: int = 0,
+        after: BrowseKey | None = None,
     ) -> tuple[list[Item], int]:
         if regex:
             q.compile_regex(regex)
         where, params = q.where(vis, filters, regex)
+        page_where, page_params = where, list(params)
+        if after is not None:  # keyset: the rows after `after` in browse order
+            page_where, page_params = q.after_where(where, page_params, after)
+            offset = 0
         with self._tx(timeout_s=timeout_s) as c:
             rows = c.execute(
-                f"""SELECT {q.SELECT_ITEM} FROM items i WHERE {where}
-                    ORDER BY i.last_ts DESC, i.id LIMIT ?""",
-                [*params, limit],
+                f"""SELECT {q.SELECT_ITEM} FROM items i WHERE {page_where}
+                    ORDER BY i.last_ts DESC, i.id LIMIT ? OFFSET ?""",
+                [*page_params, limit, offset],
             ).fetchall()
             total = c.execute(f"SELECT count(*) FROM items i WHERE {where}", params).fetchone()[0]
         return [q.row_item(r) for r in rows], int(total)

@@ -13,7 +13,7 @@ from typing import Any
 
 import re2
 
-from suli.backends.base import FACET_CAP, Facets, MatchSet, TextFields
+from suli.backends.base import FACET_CAP, BrowseKey, Facets, MatchSet, TextFields
 from suli.errors import InvalidInput
 from suli.models import Filters, Item, Station
 from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
@@ -230,6 +230,19 @@ def where(
         terms.append("suli_regex(?, i.title, i.body)")
         params.append(regex)
     return " AND ".join(terms), params
+
+
+def after_where(where: str, params: list[Any], after: BrowseKey) -> tuple[str, list[Any]]:
+    """WHERE narrowed to the rows after `after` in browse order (`last_ts DESC, id`; SQLite
+    sorts NULL last when descending, as OpenSearch's `missing: _last`)."""
+    when, item_id = after
+    if when is None:
+        return f"{where} AND i.last_ts IS NULL AND i.id > ?", [*params, item_id]
+    ts = _ts(when)
+    return (
+        f"{where} AND (i.last_ts < ? OR (i.last_ts = ? AND i.id > ?) OR i.last_ts IS NULL)",
+        [*params, ts, ts, item_id],
+    )
 
 
 # ---- regex ------------------------------------------------------------------------------------

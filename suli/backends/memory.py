@@ -21,12 +21,15 @@ from datetime import UTC, date, datetime
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
+    BrowseKey,
     BulkOutcome,
     Facets,
     Hit,
     LegQuery,
     LegResults,
     MatchSet,
+    Page,
+    PageQuery,
     Session,
     TextFields,
     TokenInfo,
@@ -156,14 +159,17 @@ class MemoryBackend:
         pool = self._visible(query.vis, query.filters, query.regex)
         text: tuple[Hit, ...] = ()
         total: int | None = None
+        qwords: list[str] = []
         if query.text is not None:
             qwords = _query_words(query.text, query.text_fields)
             scored = [(_text_score(it, qwords), it) for it in pool]
             matched = sorted(((s, it) for s, it in scored if s > 0), key=lambda p: (-p[0], p[1].id))
             total = len(matched)
-            text = tuple(Hit(it, s, _highlight(it, qwords)) for s, it in matched[: query.depth])
+            start = query.text_offset
+            text = tuple(_hit(it, s) for s, it in matched[start : start + query.depth])
         vector: tuple[Hit, ...] = ()
         errors: dict[str, str] = {}
+        words: frozenset[str] | None = None
         if query.vector is not None:
             if len(query.vector) != self.dimension:
                 errors["vector"] = f"invalid query vector: {len(query.vector)} dimensions"
@@ -172,8 +178,20 @@ class MemoryBackend:
                     vecs = {k: s.vector for k, s in self._items.items()}
                 sims = [(_cosine(query.vector, vecs[(it.workspace, it.id)]), it) for it in pool]
                 sims.sort(key=lambda p: (-p[0], p[1].id))
-                vector = tuple(Hit(it, s) for s, it in sims[: query.depth])
-        return LegResults(text, vector, errors, {}, total)
+                top = sims[: query.depth]
+                vector = tuple(_hit(it, s) for s, it in top)
+                if query.text is not None:
+                    words = frozenset(it.id for _, it in top if _text_score(it, qwords) > 0)
+        return LegResults(text, vector, errors, {}, total, word_matches=words)
+
+    def page(self, query: PageQuery) -> Page:
+        by_id = {it.id: it for it in self._visible(query.vis, query.filters, query.regex)}
+        items = {i: by_id[i] for i in dict.fromkeys(query.ids) if i in by_id}
+        qwords = _query_words(query.text, query.text_fields) if query.text is not None else []
+        wanted = set(query.highlight_ids)
+        highlights = {i: _highlight(it, qwords) if i in wanted else () for i, it in items.items()}
+        seen = self.get_many(query.vis, query.replacements)
+        return Page(items, highlights, frozenset(seen))
 
     def browse(
         self,
@@ -182,11 +200,17 @@ class MemoryBackend:
         limit: int,
         timeout_s: float | None = None,
         regex: str | None = None,
+        *,
+        offset: int = 0,
+        after: BrowseKey | None = None,
     ) -> tuple[list[Item], int]:
         found = self._visible(vis, filters, regex)
-        found.sort(key=lambda it: it.id)
-        found.sort(key=lambda it: it.last_activity_at or _OLDEST, reverse=True)
-        return found[:limit], len(found)
+        found.sort(key=_browse_order)
+        if after is not None:
+            mark = _browse_order_of(after)
+            rest = [it for it in found if _browse_order(it) > mark]
+            return rest[:limit], len(found)
+        return found[offset : offset + limit], len(found)
 
     def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
         # Hidden items too: a direct lookup may name them (the other backends do the same).
@@ -240,8 +264,7 @@ class MemoryBackend:
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         found = [it for it in self._visible(vis, Filters()) if item_id in it.references]
-        found.sort(key=lambda it: it.id)
-        found.sort(key=lambda it: it.last_activity_at or _OLDEST, reverse=True)
+        found.sort(key=_browse_order)
         return found[:limit]
 
     def count(self) -> int:
@@ -367,6 +390,20 @@ class MemoryBackend:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _hit(it: Item, score: float) -> Hit:
+    return Hit(it.id, score, it.outcome, it.superseded_by)
+
+
+def _browse_order_of(key: BrowseKey) -> tuple[bool, float, str]:
+    """Browse order as one ascending key: newest first, items without activity last, by id."""
+    when, item_id = key
+    return (when is None, -(when or _OLDEST).timestamp(), item_id)
+
+
+def _browse_order(it: Item) -> tuple[bool, float, str]:
+    return _browse_order_of((it.last_activity_at, it.id))
 
 
 def _board(a: BoardAcl) -> tuple[str, str]:

@@ -4,10 +4,11 @@ responses are read and written by suli.backends.opensearch_docs."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC
 from typing import Any, Literal
 
-from suli.backends.base import FACET_CAP, LegQuery, MatchSet, TextFields
+from suli.backends.base import FACET_CAP, BrowseKey, LegQuery, MatchSet, PageQuery, TextFields
 from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
 from suli.backends.opensearch_docs import item_to_doc as item_to_doc
 from suli.models import Filters
@@ -176,40 +177,71 @@ def filter_clauses(
     return out
 
 
+# What fusion, the gates, explain and the page read of a leg's hit: read from doc values, so
+# no hit's `_source` (its body) is loaded; the page's items are fetched apart (page_body).
+LEG_FIELDS = ["id", "outcome", "superseded_by"]
+# The text leg's order, made explicit so it can be continued (`search_after`): ties by item id,
+# which no segment merge renumbers (docs/decisions.md, "Ties are ordered by item id").
+TEXT_SORT = [{"_score": {"order": "desc"}}, {"id": {"order": "asc"}}]
+# The vector hits that also match the words say so by this name (matched_queries).
+WORDS_CLAUSE = "words"
+
+
+def _lean(size: int) -> dict[str, Any]:
+    return {"size": size, "track_total_hits": False, "_source": False,
+            "docvalue_fields": LEG_FIELDS}  # fmt: skip
+
+
 def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
     """BM25 over title, body, caption, path and tags; user text goes in as plain words only."""
     assert q.text is not None
-    return {
-        "size": q.depth,
-        "track_total_hits": False,
-        "_source": {"excludes": SOURCE_EXCLUDES},
+    body = {
+        **_lean(q.depth),
         "query": {
             "bool": {
                 "must": [text_match(q.text, q.text_fields, form)],
                 "filter": filter_clauses(q.vis, q.filters, q.regex),
             }
         },
-        "highlight": {
-            "encoder": "html",
-            "pre_tags": ["<mark>"],
-            "post_tags": ["</mark>"],
-            "fragment_size": 160,
-            "number_of_fragments": 1,
-            # The query names the combined field; the fragments come from title, body and
-            # caption, which share its analyzer, so their terms are the query's terms.
-            "require_field_match": False,
-            "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
-            "fields": {f: {} for f in HIGHLIGHT_FIELDS[q.text_fields]},
-        },
+        "sort": TEXT_SORT,
+    }
+    if q.text_after is not None:
+        body["search_after"] = list(q.text_after)
+    elif q.text_offset:
+        body["from"] = q.text_offset
+    return body
+
+
+def highlight(text_query: dict[str, Any], flavour: TextFields) -> dict[str, Any]:
+    """One fragment per field of the page's items, marked where `text_query` (the text leg's
+    query) matches them."""
+    return {
+        "encoder": "html",
+        "pre_tags": ["<mark>"],
+        "post_tags": ["</mark>"],
+        "fragment_size": 160,
+        "number_of_fragments": 1,
+        # The query names the combined field; the fragments come from title, body and
+        # caption, which share its analyzer, so their terms are the query's terms.
+        "require_field_match": False,
+        "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
+        "highlight_query": text_query,
+        "fields": {f: {} for f in HIGHLIGHT_FIELDS[flavour]},
     }
 
 
-def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
+def vector_leg(
+    q: LegQuery, ef_search: int | None = None, form: TextForm = TEXT_FORM
+) -> dict[str, Any]:
     """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering).
 
     k is the candidate depth the fusion needs. ef_search, when set, widens the graph search
     without asking for more candidates: on the Lucene engine (k-NN 2.19) the node searches
-    with max(k, ef_search) and may return that many hits, so `size` keeps the answer at k."""
+    with max(k, ef_search) and may return that many hits, so `size` keeps the answer at k.
+
+    With words (`q.text`), each hit also says whether the text leg's query matches it (a
+    named clause that scores 0, so the similarity is untouched): `total` then needs no count
+    of its own when the text leg was cut at depth."""
     assert q.vector is not None
     knn: dict[str, Any] = {
         "vector": [float(x) for x in q.vector],
@@ -218,18 +250,60 @@ def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
     }
     if ef_search is not None:
         knn["method_parameters"] = {"ef_search": ef_search}
-    return {
-        "size": q.depth,
-        "track_total_hits": False,
+    query: dict[str, Any] = {"knn": {"vector": knn}}
+    if q.text is not None:
+        words = text_leg(replace(q, text_after=None, text_offset=0), form)["query"]
+        named = {"constant_score": {"filter": words, "boost": 0.0, "_name": WORDS_CLAUSE}}
+        query = {"bool": {"must": [query], "should": [named]}}
+    return {**_lean(q.depth), "query": query}
+
+
+def page_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The page's items under the caller's visibility and the search's filters, applied
+    again (an item made invisible since the legs ran is simply absent), with highlights of
+    the text leg's query when the page holds text hits."""
+    body: dict[str, Any] = {
+        "size": len(q.ids),
         "_source": {"excludes": SOURCE_EXCLUDES},
-        "query": {"knn": {"vector": knn}},
+        "query": {
+            "bool": {
+                "filter": [
+                    *filter_clauses(q.vis, q.filters, q.regex),
+                    {"terms": {"id": list(q.ids)}},
+                ]
+            }
+        },
     }
+    if q.text is not None and q.highlight_ids:
+        leg = LegQuery(q.vis, q.filters, q.text, None, 0, q.text_fields, q.regex)
+        body["highlight"] = highlight(text_leg(leg, form)["query"], q.text_fields)
+    return body
+
+
+# OpenSearch's sort value of a document without the sort field, sorted descending with
+# `missing: _last` (Long.MIN_VALUE): what search_after must repeat to continue past it.
+MISSING_DESC = -(2**63)
+
+
+def browse_key(after: BrowseKey) -> list[Any]:
+    """browse_body's sort values for an item at (last_activity_at, id)."""
+    when, item_id = after
+    if when is None:
+        return [MISSING_DESC, item_id]
+    return [int(when.timestamp() * 1000) if when.tzinfo else
+            int(when.replace(tzinfo=UTC).timestamp() * 1000), item_id]  # fmt: skip
 
 
 def browse_body(
-    vis: Visibility, filters: Filters, limit: int, regex: str | None = None
+    vis: Visibility,
+    filters: Filters,
+    limit: int,
+    regex: str | None = None,
+    *,
+    offset: int = 0,
+    after: BrowseKey | None = None,
 ) -> dict[str, Any]:
-    return {
+    body: dict[str, Any] = {
         "size": limit,
         "track_total_hits": True,
         "_source": {"excludes": SOURCE_EXCLUDES},
@@ -239,6 +313,11 @@ def browse_body(
             {"id": {"order": "asc"}},
         ],
     }
+    if after is not None:
+        body["search_after"] = browse_key(after)
+    elif offset:
+        body["from"] = offset
+    return body
 
 
 def ids_body(vis: Visibility, ids: Sequence[str], source: Any = None) -> dict[str, Any]:

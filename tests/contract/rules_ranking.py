@@ -66,7 +66,7 @@ class FilteredKnnRules:
         ).vector
         allowed = set(self._visible(sparse, pid))
         assert len(hits) == min(depth, visible)
-        assert {h.item.id for h in hits} <= allowed
+        assert {h.id for h in hits} <= allowed
         sims = [h.score for h in hits]
         assert sims == sorted(sims, reverse=True)  # nearest visible first
 

@@ -137,7 +137,7 @@ class VisibilityRules:
             vis = visibility_for(cast.who(pid), cast.backend.acls(cast.who(pid).workspace))
             q = LegQuery(vis, Filters(), None, [float(x) for x in axis(0)], depth=len(expected))
             hits = cast.backend.search(q).vector
-            assert {h.item.id for h in hits} == expected, pid
+            assert {h.id for h in hits} == expected, pid
             narrow = cast.with_settings(candidate_depth=len(expected), meaning_margin=2.0)
             assert set(narrow.ids(pid, Q, mode="vector", limit=25)) == expected, pid
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -15,7 +14,17 @@ import opensearchpy
 from suli.backends import opensearch_bodies as bodies
 from suli.backends import opensearch_docs as docs
 from suli.backends import opensearch_vis as visdocs
-from suli.backends.base import FACET_CAP, Facets, Hit, LegQuery, LegResults, MatchSet
+from suli.backends.base import (
+    FACET_CAP,
+    BrowseKey,
+    Facets,
+    Hit,
+    LegQuery,
+    LegResults,
+    MatchSet,
+    Page,
+    PageQuery,
+)
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.errors import InvalidInput, SuliError
@@ -37,7 +46,8 @@ class Reads(Workspaces):
             text_body["track_total_hits"] = True
             legs.append(("text", text_body))
         if query.vector is not None:
-            legs.append(("vector", bodies.vector_leg(query, self.settings.ef_search)))
+            vector_body = bodies.vector_leg(query, self.settings.ef_search, self.text_form)
+            legs.append(("vector", vector_body))
         if not legs:
             return LegResults()
         lines: list[dict[str, Any]] = []
@@ -55,6 +65,7 @@ class Reads(Workspaces):
         resp = wrap(lambda: self.client.msearch(body=lines, params=params), "search")
         took = (time.perf_counter() - t0) * 1000
         out: dict[str, list[Hit]] = {"text": [], "vector": []}
+        words: set[str] = set()
         text_total: int | None = None
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
@@ -108,13 +119,17 @@ class Reads(Workspaces):
             if leg == "text" and leg not in errors and counted:
                 text_total = int(total["value"])
             for h in r["hits"]["hits"]:
-                score = float(h["_score"] or 0.0)
+                f = h.get("fields") or {}
+                item_id = f["id"][0]
                 if leg == "vector":
-                    score = docs.cosine_from_score(score)
-                hl = docs.ordered_highlights(h.get("highlight") or {})
-                src = h["_source"]
-                build = functools.partial(docs.doc_to_item, src)
-                out[leg].append(Hit.deferred(src["id"], src.get("outcome"), score, hl, build))
+                    score = docs.cosine_from_score(float(h["_score"] or 0.0))
+                    if bodies.WORDS_CLAUSE in (h.get("matched_queries") or ()):
+                        words.add(item_id)
+                    key = None
+                else:  # sorted by (score, id): the score is the first sort value
+                    score, key = float(h["sort"][0]), tuple(h["sort"])
+                outcome, replaced = (f.get(n, [None])[0] for n in ("outcome", "superseded_by"))
+                out[leg].append(Hit(item_id, score, outcome, replaced, key))
         # Equal scores come back in Lucene doc-id order, which segment merges renumber, so
         # any write (another workspace's too) could reorder them: ties go by item id instead
         # (bench/term_stats.py: without this, 57-85 % of orders moved where scores moved 7 %).
@@ -126,9 +141,39 @@ class Reads(Workspaces):
             # the error types go out; the reasons name indices.
             log.warning("OpenSearch refused every search leg: %s", "; ".join(errors.values()))
             raise SuliError(f"OpenSearch refused the search ({', '.join(refused)})")
+        checked = query.text is not None and query.vector is not None and "vector" not in errors
         return LegResults(
-            tuple(out["text"]), tuple(out["vector"]), errors, timings, text_total, vis
+            tuple(out["text"]),
+            tuple(out["vector"]),
+            errors,
+            timings,
+            text_total,
+            vis,
+            frozenset(words) if checked else None,
         )
+
+    def page(self, query: PageQuery) -> Page:
+        """One `_msearch`: the page (visibility and filters applied again, highlights), the
+        replacements' visibility check, and a stored visibility's check (see `_read`)."""
+        if not query.ids and not query.replacements:
+            return Page()
+        wanted = list(dict.fromkeys(query.replacements))
+
+        def make(vis: Visibility) -> list[dict[str, Any]]:
+            out = [bodies.page_body(replace(query, vis=vis), self.text_form)]
+            if wanted:
+                out.append(bodies.ids_body(vis, wanted, source=["id"]))
+            return out
+
+        got = self._read_many(query.vis, make, "page")
+        items: dict[str, Item] = {}
+        highlights: dict[str, tuple[str, ...]] = {}
+        for h in got[0]["hits"]["hits"]:
+            it = docs.doc_to_item(h["_source"])
+            items[it.id] = it
+            highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
+        seen = frozenset(h["_source"]["id"] for h in got[1]["hits"]["hits"]) if wanted else None
+        return Page(items, highlights, seen or frozenset())
 
     def _read(
         self,
@@ -137,32 +182,57 @@ class Reads(Workspaces):
         what: str,
         timeout_s: float | None = None,
     ) -> dict[str, Any]:
-        """One search of the items under `vis`; a stored visibility's check rides along in
-        the same `_msearch` (one round trip), and a failed check falls back to the ACLs."""
+        """One search of the items under `vis` (see `_read_many`)."""
+        return self._read_many(vis, lambda v: [make(v)], what, timeout_s)[0]
+
+    def _read_many(
+        self,
+        vis: Visibility,
+        make: Callable[[Visibility], list[dict[str, Any]]],
+        what: str,
+        timeout_s: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Searches of the items under `vis` in one `_msearch`; a stored visibility's check
+        rides along in the same request, and a failed check falls back to the ACLs."""
         if vis.stored is None:
-            return self._items_search(vis, make(vis), what, timeout_s)
+            made = make(vis)
+            if len(made) == 1:
+                return [self._items_search(vis, made[0], what, timeout_s)]
+            lines = [x for b in made for x in (self.items_header(vis.workspace), b)]
+            return self._answers(lines, what, timeout_s)
+        lines = [{"index": self.acl_index}, visdocs.check_body(vis)]
+        for body in make(vis):
+            lines += [self.items_header(vis.workspace), body]
+        check, *got = self._answers(lines, what, timeout_s, checked=True)
+        if visdocs.resolved(vis, check) is None:
+            return self._read_many(self._from_acls(vis), make, what, timeout_s)
+        return got
+
+    def _answers(
+        self,
+        lines: list[dict[str, Any]],
+        what: str,
+        timeout_s: float | None,
+        checked: bool = False,
+    ) -> list[dict[str, Any]]:
+        """The responses of one `_msearch`; an items search's error is raised as the plain
+        search would have raised it (the first response is the check when `checked`)."""
         params = self._params(timeout_s)
         params.pop("timeout", None)
-        lines = [
-            {"index": self.acl_index},
-            visdocs.check_body(vis),
-            self.items_header(vis.workspace),
-            make(vis),
-        ]
-        check, got = wrap(lambda: self.client.msearch(body=lines, params=params), what)["responses"]
-        if visdocs.resolved(vis, check) is None:
-            return self._items_search(vis, make(self._from_acls(vis)), what, timeout_s)
-        if "error" in got:  # raised as the plain search would have raised it
+        responses = wrap(lambda: self.client.msearch(body=lines, params=params), what)["responses"]
+        for n, got in enumerate(responses):
+            if "error" not in got or (checked and n == 0):
+                continue
             err = got["error"]
             kind = err.get("type", "error") if isinstance(err, dict) else str(err)
             status = int(got.get("status") or 500)
             cls = opensearchpy.exceptions.HTTP_EXCEPTIONS.get(status, opensearchpy.TransportError)
 
-            def fail() -> dict[str, Any]:
+            def fail(cls: Any = cls, status: int = status, kind: str = kind, err: Any = err) -> Any:
                 raise cls(status, kind, err)
 
-            return wrap(fail, what)
-        return dict(got)
+            wrap(fail, what)
+        return [dict(r) for r in responses]
 
     def _items_search(
         self, vis: Visibility, body: dict[str, Any], what: str, timeout_s: float | None
@@ -177,11 +247,14 @@ class Reads(Workspaces):
         limit: int,
         timeout_s: float | None = None,
         regex: str | None = None,
+        *,
+        offset: int = 0,
+        after: BrowseKey | None = None,
     ) -> tuple[list[Item], int]:
         try:
             r = self._read(
                 vis,
-                lambda v: bodies.browse_body(v, filters, limit, regex),
+                lambda v: bodies.browse_body(v, filters, limit, regex, offset=offset, after=after),
                 "browse",
                 timeout_s=timeout_s,
             )
