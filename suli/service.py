@@ -151,7 +151,9 @@ class Searcher:
             req = replace(req, cursor=None, offset=at.offset)
         if not words(req.query):
             return self._browse(vis, req, deadline, ph, at)
-        return self._search(vis, req, deadline, ph, req.query, embedding=embedding, at=at)
+        return self._search(
+            principal, vis, req, deadline, ph, req.query, embedding=embedding, at=at
+        )
 
     def _browse(
         self, vis: Visibility, req: SearchRequest, deadline: Deadline, ph: Phases, at: Position
@@ -240,6 +242,7 @@ class Searcher:
 
     def _search(
         self,
+        principal: Principal,
         vis: Visibility,
         req: SearchRequest,
         deadline: Deadline,
@@ -279,7 +282,6 @@ class Searcher:
         )
         legs = ph.run("search", lambda: self.backend.search(query))
         assert isinstance(legs, LegResults)
-        asked_vis = vis  # the page is read under this again: the engine reads the boards anew
         if legs.vis is not None:
             vis = legs.vis  # the boards the engine read: the later reads use them as they are
         for leg, reason in legs.errors.items():
@@ -336,8 +338,11 @@ class Searcher:
             if at.offset < total:
                 raise InvalidInput(TOO_DEEP, "page")
             start = len(listed)
+        # The page reads the caller's visibility anew (in the engine where the backend stores
+        # it, no round trip; else the current ACLs): an ACL or item changed since the legs ran
+        # keeps the item off the page.
         fetch = PageQuery(
-            asked_vis,
+            self.visibility(principal),
             (),
             filters,
             req.regex,
@@ -634,5 +639,7 @@ class Searcher:
             # The same check as every other path: name a replacement only if it is visible.
             results = self._resolve_superseded(vis, results)
             return SearchResponse(tuple(results), len(prefer), ph.done())
-        resp = self._search(vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)
+        resp = self._search(
+            principal, vis, req, deadline, ph, text, exclude=exclude, prefer=prefer
+        )
         return replace(resp, next=None)  # related has one page: no cursor to follow

@@ -14,6 +14,7 @@ pytest.register_assert_rewrite(
             "rules_filters",
             "rules_related",
             "rules_property",
+            "rules_paging",
         )
     )
 )

@@ -23,6 +23,7 @@ from .helpers import OTHER_WS, WS, MakeSearcher, acl, principal
 from .rules_answers import AnswerRules
 from .rules_bounded import BoundedWorkRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
+from .rules_paging import PagingRules
 from .rules_property import PropertyRules
 from .rules_ranking import FilteredKnnRules, FusionRules, KeepRules, OutcomeRules
 from .rules_related import BadInputRules, RelatedRules
@@ -132,6 +133,7 @@ class ItemIndexContract(
     ExplainRules,
     BoundedWorkRules,
     AnswerRules,
+    PagingRules,
 ):
     """The search rules over an ItemIndex; subclasses override `make_searcher` (class scope:
     worlds are shared read-only)."""

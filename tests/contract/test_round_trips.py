@@ -1,4 +1,5 @@
-"""Issue 11.4 on the real node: a core search is one `_msearch`, visibility still current.
+"""On the real node: a core search is two `_msearch` (both legs, then the page), a browse one,
+visibility still current in each.
 
 Every request reaching OpenSearch is counted at the connection (a wrapper of each pooled
 connection's `perform_request`): nothing stands in for the engine.
@@ -21,6 +22,12 @@ from suli.visibility import visibility_for
 
 from .helpers import WS, KeyedEmbedder, World, acl, counting, item, principal
 
+SEARCH = ["POST _msearch", "POST _msearch"]  # the legs, then the page
+# A stale visibility document: the legs read the ACLs and search again, and so does the page
+# (it reads visibility anew rather than trust the legs' boards).
+FALLBACK = ["POST _msearch", "POST _search", "POST _msearch"] + [
+    "POST _msearch", "POST _search", "POST _search"
+]  # fmt: skip
 ITEMS = [
     item("itm_a", "Quokka runbook", board="brd_a"),
     item("itm_b", "Quokka budget", board="brd_b"),
@@ -81,32 +88,34 @@ def _req(**params: Any) -> Any:
 def test_core_search_and_browse_are_one_round_trip(world: World) -> None:
     ids, sent = seen(world, "prn_a")
     assert ids == {"itm_a", "itm_w"}
-    assert sent == ["POST _msearch"]  # was: the ACL read, then the legs
+    # The legs (ids and scores only), then the page (items, highlights, replacements), each
+    # with the visibility document's check; no count of its own.
+    assert sent == SEARCH
     wide = world.with_settings(meaning_floor=-1.0, meaning_margin=2.0)  # every visible item
     ids, sent = seen(wide, "prn_a", mode="vector")  # filtered k-NN alone
-    assert ids == {"itm_a", "itm_w"} and sent == ["POST _msearch"]
+    assert ids == {"itm_a", "itm_w"} and sent == SEARCH
     ids, sent = seen(world, "prn_a", query="")  # browse: no words
     assert ids == {"itm_a", "itm_w"}
-    assert sent == ["POST _msearch"]
+    assert sent == ["POST _msearch"]  # one request: the page is the answer
 
 
 def test_each_kind_of_write_applies_to_the_very_next_query(world: World) -> None:
     b = backend(world)
     b.put_acls([acl("brd_b", ["prn_a"])])  # ACL add
-    assert seen(world, "prn_a") == ({"itm_a", "itm_b", "itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_a") == ({"itm_a", "itm_b", "itm_w"}, SEARCH)
     b.put_acls([acl("brd_b", [], ["grp_x"])])  # ACL remove (and a group grant)
-    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
     assert seen(world, "prn_g")[0] == {"itm_b", "itm_w"}
     b.put_principals([principal("prn_g")])  # group change: out of grp_x
-    assert seen(world, "prn_g") == ({"itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_g") == ({"itm_w"}, SEARCH)
     assert b.claim_principal(principal("prn_g", "grp_x"))  # the HTTP write path: back in
-    assert seen(world, "prn_g") == ({"itm_b", "itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_g") == ({"itm_b", "itm_w"}, SEARCH)
     b.put_principals([principal("prn_g", workspace="ws_elsewhere")])  # moved away
     held = principal("prn_g", "grp_x")  # a caller still holding the principal as it was
     ids, sent = seen_as(world, held)
     assert ids == {"itm_b", "itm_w"}  # the held principal's own rule, as before this change
     # Its document (of another workspace now) is not used: the ACLs are read, as before.
-    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]
+    assert sent == FALLBACK
 
 
 def seen_as(w: World, who: Principal) -> tuple[set[str], list[str]]:
@@ -126,14 +135,14 @@ def test_writes_behind_the_documents_back_apply_at_once(
     os_client.index(index=b.acl_index, id="acl:ws_main/brd_a", body=revoked, refresh=True)
     ids, sent = seen(world, "prn_a")
     assert ids == {"itm_w"}
-    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]  # ACLs read, as before
+    assert sent == FALLBACK  # ACLs read, as before
     os_client.delete(index=b.acl_index, id="principal:prn_g", refresh=True)  # principal gone
     ids, sent = seen_as(world, principal("prn_g", "grp_x"))
-    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]  # document not used
+    assert sent == FALLBACK  # document not used
     assert ids == {"itm_w"}  # brd_b's ACL does not name grp_x
     b.ensure_ready()  # start-up: the gone principal's document goes too
     assert not os_client.exists(index=b.acl_index, id=doc_id("prn_g"))
-    assert seen(world, "prn_a") == ({"itm_w"}, ["POST _msearch"])  # rebuilt from the hand edit
+    assert seen(world, "prn_a") == ({"itm_w"}, SEARCH)  # rebuilt from the hand edit
 
 
 def _acl_doc(board: str, members: list[str]) -> dict[str, Any]:
@@ -154,9 +163,9 @@ def test_missing_document_falls_back_and_start_up_builds_it(
     os_client.delete(index=b.acl_index, id=doc_id("prn_a"), refresh=True)
     ids, sent = seen(world, "prn_a")
     assert ids == {"itm_a", "itm_w"}  # neither everything nor nothing: the ACLs, as before
-    assert sent == ["POST _msearch", "POST _search", "POST _msearch"]
+    assert sent == FALLBACK
     b.ensure_ready()  # what every start (and `suli reindex`) runs: builds missing documents
-    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
 
 
 def test_concurrent_acl_and_principal_writes_leave_every_document_right(
@@ -195,7 +204,7 @@ def test_concurrent_acl_and_principal_writes_leave_every_document_right(
         stored = b.client.get(index=b.acl_index, id=doc_id(pid))["_source"]
         assert set(stored["board"]) == want
         ids, sent = seen(world, pid)
-        assert sent == ["POST _msearch"]  # the document is current, so it is used
+        assert sent == SEARCH  # the document is current, so it is used
         expected = {"itm_w"} | {i.id for i in ITEMS if i.board in want}
         assert ids == expected
 
@@ -240,5 +249,5 @@ def test_a_writer_working_from_an_older_state_never_overwrites_a_newer_document(
     assert not slow.failed and not writer.is_alive()  # A finished: it recomputed, not gave up
     stored = b.client.get(index=b.acl_index, id=doc_id("prn_a"))["_source"]
     assert stored["board"] == ["brd_a"]
-    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, ["POST _msearch"])
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
     slow.close()
