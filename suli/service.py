@@ -639,7 +639,5 @@ class Searcher:
             # The same check as every other path: name a replacement only if it is visible.
             results = self._resolve_superseded(vis, results)
             return SearchResponse(tuple(results), len(prefer), ph.done())
-        resp = self._search(
-            principal, vis, req, deadline, ph, text, exclude=exclude, prefer=prefer
-        )
+        resp = self._search(principal, vis, req, deadline, ph, text, exclude=exclude, prefer=prefer)
         return replace(resp, next=None)  # related has one page: no cursor to follow

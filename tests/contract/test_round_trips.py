@@ -25,9 +25,8 @@ from .helpers import WS, KeyedEmbedder, World, acl, counting, item, principal
 SEARCH = ["POST _msearch", "POST _msearch"]  # the legs, then the page
 # A stale visibility document: the legs read the ACLs and search again, and so does the page
 # (it reads visibility anew rather than trust the legs' boards).
-FALLBACK = ["POST _msearch", "POST _search", "POST _msearch"] + [
-    "POST _msearch", "POST _search", "POST _search"
-]  # fmt: skip
+FALLBACK = ["POST _msearch", "POST _search", "POST _msearch", "POST _msearch", "POST _search",
+            "POST _search"]  # fmt: skip
 ITEMS = [
     item("itm_a", "Quokka runbook", board="brd_a"),
     item("itm_b", "Quokka budget", board="brd_b"),
