@@ -65,23 +65,30 @@ TOO_DEEP = f"page: a page number reaches only the first {MAX_FROM:,} results; fo
 
 @dataclass(frozen=True)
 class Window:
-    """The run of text-leg hits a text-mode page is ranked in: `base` is its first hit's
-    position, `after` the backend's sort values of the hit before it (None: by offset)."""
+    """The run of text-leg hits a text-mode page is ranked in: `size` hits from position
+    `base`, after the backend's sort values `after` of the hit before it (None: by offset)."""
 
+    size: int
     base: int = 0
     after: list[Any] | None = None
     too_deep: bool = False  # by offset alone, past MAX_FROM
 
 
 def text_window(req: SearchRequest, at: Position, depth: int) -> Window:
-    """Text mode pages through every match in windows of `depth` hits, each fused and
-    weighted like the first; hybrid and vector answers are one window (their fused list)."""
+    """Text mode pages through every match in windows of about `depth` hits, each fused and
+    weighted like the first; hybrid and vector answers are one window (their fused list).
+
+    A window holds a whole number of pages (`depth` cut down to a multiple of the limit, at
+    least one page), so no page straddles two windows and page numbers stay plain offsets. Fusion's order of a
+    window's first hits does not depend on where it is cut: a cut at 99 instead of 100 only
+    moves the 100th hit into the next window."""
     if req.mode != "text":
-        return Window()
+        return Window(depth)
+    size = max(depth - depth % req.limit, req.limit)
     if at.after is not None:
-        return Window(at.base, at.after)
-    base = at.offset // depth * depth
-    return Window(base, None, too_deep=base + depth > MAX_FROM)
+        return Window(size, at.base, at.after)
+    base = at.offset // size * size
+    return Window(size, base, None, too_deep=base + size > MAX_FROM)
 
 
 @dataclass(frozen=True)

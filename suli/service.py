@@ -267,13 +267,14 @@ class Searcher:
         deadline.remaining()
         # Text mode pages past the fused candidates in windows of `depth` text hits, each
         # ranked like the first (docs/decisions.md, "Paging"); other modes have one window.
-        window = text_window(req, at, s.candidate_depth) if not prefer else Window()
+        depth = s.candidate_depth
+        window = text_window(req, at, depth) if not prefer else Window(depth)
         query = LegQuery(
             vis=vis,
             filters=filters,
             text=text if req.mode != "vector" else None,
             vector=vector,
-            depth=s.candidate_depth,
+            depth=window.size,
             text_fields="plain" if only_common_words(text) else "stemmed",
             regex=req.regex,
             timeout_s=deadline.remaining(),

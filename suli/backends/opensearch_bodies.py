@@ -188,8 +188,12 @@ WORDS_CLAUSE = "words"
 
 
 def _lean(size: int) -> dict[str, Any]:
-    return {"size": size, "track_total_hits": False, "_source": False,
-            "docvalue_fields": LEG_FIELDS}  # fmt: skip
+    return {
+        "size": size,
+        "track_total_hits": False,
+        "_source": False,
+        "docvalue_fields": LEG_FIELDS,
+    }
 
 
 def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
@@ -286,12 +290,13 @@ MISSING_DESC = -(2**63)
 
 
 def browse_key(after: BrowseKey) -> list[Any]:
-    """browse_body's sort values for an item at (last_activity_at, id)."""
+    """browse_body's sort values for an item at (last_activity_at, id): epoch milliseconds,
+    as the engine keeps a `date`."""
     when, item_id = after
     if when is None:
         return [MISSING_DESC, item_id]
-    return [int(when.timestamp() * 1000) if when.tzinfo else
-            int(when.replace(tzinfo=UTC).timestamp() * 1000), item_id]  # fmt: skip
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return [int(when.timestamp() * 1000), item_id]
 
 
 def browse_body(

@@ -2,7 +2,8 @@
 
 import json
 import os
-from datetime import date
+from dataclasses import replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from suli.backends import opensearch_bodies as b
@@ -132,3 +133,56 @@ def test_a_refused_leg_is_named_by_its_root_cause() -> None:
     assert d.refusal(refused) == "illegal_argument_exception"
     assert d.refusal(lost) is None
     assert d.refusal({"status": 429, "error": {"type": "rejected_execution_exception"}}) is None
+
+
+def test_legs_return_only_what_fusion_reads() -> None:
+    """No `_source` (no body text), no highlight: ids, outcome and replacement by doc values."""
+    q = LegQuery(VIS, FILTERS, "deploy", [0.5, -0.5, 0.0], 100)
+    for body in (b.text_leg(q), b.vector_leg(q)):
+        assert body["_source"] is False and "highlight" not in body
+        assert body["docvalue_fields"] == ["id", "outcome", "superseded_by"]
+        assert body["size"] == 100  # the candidate depth, as tuned
+
+
+def test_vector_leg_says_which_hits_the_words_match_without_scoring_them() -> None:
+    q = LegQuery(VIS, FILTERS, "deploy", [0.5, -0.5, 0.0], 100)
+    body = b.vector_leg(q)
+    check("vector_leg_words", body)
+    [knn], [named] = body["query"]["bool"]["must"], body["query"]["bool"]["should"]
+    assert knn == b.vector_leg(replace(q, text=None))["query"]  # the same filtered k-NN
+    score = named["constant_score"]
+    assert score["boost"] == 0.0 and score["_name"] == b.WORDS_CLAUSE  # adds 0 to the score
+    assert score["filter"] == b.text_leg(q)["query"]  # the text leg's own query and filters
+
+
+def test_text_leg_continues_after_sort_values_or_an_offset() -> None:
+    q = LegQuery(VIS, Filters(), "deploy", None, 100)
+    assert b.text_leg(q)["sort"] == [{"_score": {"order": "desc"}}, {"id": {"order": "asc"}}]
+    assert "search_after" not in b.text_leg(q) and "from" not in b.text_leg(q)
+    assert b.text_leg(replace(q, text_offset=200))["from"] == 200
+    after = b.text_leg(replace(q, text_offset=200, text_after=(1.5, "itm_9")))
+    assert after["search_after"] == [1.5, "itm_9"] and "from" not in after
+
+
+def test_page_fetch_reads_the_page_under_visibility_and_filters_with_highlights() -> None:
+    page = b.PageQuery(VIS, ("itm_2", "itm_1"), FILTERS, None, "deploy", "stemmed", ("itm_2",))
+    body = b.page_body(page)
+    check("page", body)
+    clauses = body["query"]["bool"]["filter"]
+    assert clauses[:-1] == b.filter_clauses(VIS, FILTERS)  # visibility and filters again
+    assert clauses[-1] == {"terms": {"id": ["itm_2", "itm_1"]}} and body["size"] == 2
+    assert body["_source"] == {"excludes": ["vector", "embedded_text_sha"]}
+    hl = body["highlight"]
+    assert hl["highlight_query"] == b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 0))["query"]
+    assert set(hl["fields"]) == {"title", "body", "caption"}
+    assert "highlight" not in b.page_body(replace(page, highlight_ids=()))  # no text hit on it
+
+
+def test_browse_continues_after_the_last_item() -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    body = b.browse_body(VIS, Filters(), 10, after=(when, "itm_7"))
+    assert body["search_after"] == [int(when.timestamp() * 1000), "itm_7"]
+    assert b.browse_body(VIS, Filters(), 10, after=(None, "itm_7"))["search_after"] == [
+        b.MISSING_DESC, "itm_7"
+    ]  # fmt: skip
+    assert b.browse_body(VIS, Filters(), 10, offset=30)["from"] == 30
