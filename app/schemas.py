@@ -200,6 +200,11 @@ class SearchOut(BaseModel):
     next: str | None = Field(
         description="Opaque cursor of the next page (this caller, this search only)."
     )
+    paging_limit: int | None = Field(
+        None,
+        description="Pages stop after this many results (a hybrid answer's fused candidates) "
+        "although total counts more; null when paging reaches every match.",
+    )
     facets: FacetsBody | None = Field(None, description="With facets=true only.")
     dropped: dict[str, int] | None = Field(
         None, description="With explain only: hits left out, by reason."

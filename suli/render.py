@@ -43,6 +43,7 @@ def response_json(resp: SearchResponse) -> dict[str, Any]:
         "offset": resp.offset,
         "has_more": resp.has_more,
         "next": resp.next,
+        "paging_limit": resp.paging_limit,
         "degraded": [{"leg": d.leg, "reason": d.reason} for d in resp.degraded],
         "truncated": resp.truncated,
         "rerank": resp.rerank,

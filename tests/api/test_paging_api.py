@@ -88,3 +88,38 @@ def test_facets_follow_the_query_and_filters(make_api: Any) -> None:
     # bad input names the field
     r = api.client.get("/api/v1/facets", params={"q": "x", "mode": "fuzzy"}, headers=h)
     assert_error_shape(r, 422, "invalid_input", "mode")
+
+
+def _walk(api: Api, **params: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    seen: list[str] = []
+    bodies: list[dict[str, Any]] = []
+    body = api.search("bob", **params)
+    while True:
+        bodies.append(body)
+        assert body["offset"] == len(seen)
+        seen += ids(body)
+        if not body["has_more"]:
+            return seen, bodies
+        assert len(bodies) < 100
+        body = api.search("bob", **params, cursor=body["next"])
+
+
+@pytest.mark.parametrize("params", [{"q": ""}, {"q": "deploy", "mode": "text"}])
+def test_browse_and_text_mode_pages_reach_total_past_the_depth(
+    make_api: Any, params: dict[str, str]
+) -> None:
+    api: Api = make_api(candidate_depth=2)  # far below the matches: paging passes the depth
+    seen, bodies = _walk(api, **params, limit=1)
+    total = bodies[0]["total"]
+    assert total > 2 and bodies[0]["total_relation"] == "eq"
+    assert len(seen) == len(set(seen)) == total  # every counted match, once
+    assert all(b["paging_limit"] is None for b in bodies)
+
+
+def test_hybrid_says_where_its_pages_stop(make_api: Any) -> None:
+    api: Api = make_api(candidate_depth=2, meaning_floor=0.999)
+    seen, bodies = _walk(api, q="deploy", limit=1)
+    first = bodies[0]
+    assert first["paging_limit"] == len(seen) < first["total"]
+    wide = make_api().search("bob", q="deploy", limit=1)
+    assert wide["paging_limit"] is None  # the default depth holds every match

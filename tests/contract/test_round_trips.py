@@ -20,7 +20,7 @@ from suli.models import Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
-from .helpers import WS, KeyedEmbedder, World, acl, counting, item, principal
+from .helpers import WS, KeyedEmbedder, World, acl, axis, blend, counting, item, principal
 
 SEARCH = ["POST _msearch", "POST _msearch"]  # the legs, then the page
 # A stale visibility document: the legs read the ACLs and search again, and so does the page
@@ -250,3 +250,49 @@ def test_a_writer_working_from_an_older_state_never_overwrites_a_newer_document(
     assert stored["board"] == ["brd_a"]
     assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
     slow.close()
+
+
+def test_replacements_ride_along_and_total_needs_no_count(
+    make_world: Callable[..., World],
+) -> None:
+    """A superseded item's replacement is checked in the page's own request; a text leg cut at
+    depth with meaning-only hits gets its exact `total` from the legs (each vector hit says
+    whether the words match it), not from a count of its own."""
+    emb = KeyedEmbedder()
+    w = make_world()
+    w.embedder = emb
+    w.searcher = w.searcher.__class__(w.backend, emb, w.settings)
+    many = [item(f"itm_q{n}", f"Quokka {n}", "quokka notes") for n in range(6)]
+    old = item("itm_old", "Quokka plan", "quokka", superseded_by="itm_new", outcome="superseded")
+    new = item("itm_new", "Plan", "the new plan")  # no word match: meaning only
+    hidden = item("itm_h", "Quokka hidden plan", "quokka", superseded_by="itm_s")
+    secret = item("itm_s", "Secret", "x", board="brd_s")
+    emb.set("quokka", axis(0))
+    for n, it in enumerate((hidden, new, old)):  # the vector leg's 3 nearest, in this order
+        emb.set(it, blend(0, 1 + n, 0.99 - n / 100))
+    for n, it in enumerate((*many, secret)):
+        emb.set(it, blend(0, 10 + n, 0.6))
+    w.load([*many, old, new, hidden, secret], [principal("prn_a")], [acl("brd_s", [])])
+    shallow = w.with_settings(candidate_depth=3, meaning_floor=0.5, meaning_margin=0.5)
+    who = shallow.who("prn_a")
+    with counting(backend(w).client) as sent:
+        resp = shallow.searcher.search(who, _req(limit=25))
+    assert sent == SEARCH  # legs, page: no count, no replacement lookup of their own
+    got = {r.id: r for r in resp.results}
+    # The vector leg holds itm_h, itm_new, itm_old. The words match 8
+    # visible items (the text leg holds 3); itm_h and itm_old are word matches further down,
+    # itm_new is meaning only: 8 + 1, each counted once ("gte": the cut vector leg's last hit
+    # still passes the gates).
+    assert {"itm_h", "itm_new", "itm_old"} <= set(got)
+    assert (resp.total, resp.total_relation) == (9, "gte")
+    assert got["itm_old"].superseded_by == "itm_new"  # visible: named
+    assert got["itm_h"].superseded and got["itm_h"].superseded_by is None  # not visible
+
+
+def test_related_round_trips(world: World) -> None:
+    who = world.who("prn_a")
+    with counting(backend(world).client) as sent:
+        resp = world.searcher.related(who, item_id="itm_a")
+    assert "itm_a" not in {r.id for r in resp.results}
+    # the item, the items referencing it, then the legs and the page of the search
+    assert sent == ["POST _msearch", "POST _msearch", *SEARCH]
