@@ -55,7 +55,7 @@ def _recall(backend: OpenSearchBackend) -> float:
         legs = backend.search(LegQuery(vis, Filters(), None, [float(x) for x in q], DEPTH))
         assert not legs.errors, legs.errors
         assert len(legs.vector) == DEPTH
-        found += len({h.item.id for h in legs.vector} & {f"itm_{n:04d}" for n in want})
+        found += len({h.id for h in legs.vector} & {f"itm_{n:04d}" for n in want})
     return found / (QUERIES * DEPTH)
 
 

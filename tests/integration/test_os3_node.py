@@ -174,7 +174,7 @@ def test_a_513_byte_id_fails_the_whole_bulk_and_suli_longest_key_fits(
         vis = visibility_for(Principal("p", "w" * 128), [])
         legs = backend.search(LegQuery(vis, Filters(), "longest", [1.0, 0.0, 0.0, 0.0], 5))
         assert not legs.errors
-        assert [h.item.id for h in legs.text] == [h.item.id for h in legs.vector] == ["i" * 128]
+        assert [h.id for h in legs.text] == [h.id for h in legs.vector] == ["i" * 128]
     finally:
         backend.close()
 

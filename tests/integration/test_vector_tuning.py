@@ -52,15 +52,16 @@ def test_ef_search_is_accepted_and_the_leg_keeps_its_depth_inside_the_filter(
     q = vecs[7]  # an invisible item's vector: its neighbours are mixed
     got = backend.search(LegQuery(READER, Filters(), None, q.tolist(), 5))
     assert not got.errors
-    ids = [h.item.id for h in got.vector]
+    ids = [h.id for h in got.vector]
     assert len(ids) == 5  # exactly the depth asked, not ef_search
-    assert all(h.item.board == "brd_a" for h in got.vector)  # the filter is inside k-NN
+    boards = {it.board for it in backend.get_many(READER, ids).values()}
+    assert boards == {"brd_a"}  # the filter is inside k-NN
     assert ids == exact_visible(vecs, q, 5)
     # The body Suli sends, as the node takes it: ef_search accepted, depth hits, all visible.
     sent = bodies.vector_leg(LegQuery(READER, Filters(), None, q.tolist(), 5), 25)
     assert sent["query"]["knn"]["vector"]["method_parameters"] == {"ef_search": 25}
     hits = os_client.search(index=index_name, body=sent)["hits"]["hits"]
-    assert [h["_source"]["id"] for h in hits] == ids
+    assert [h["fields"]["id"][0] for h in hits] == ids  # doc values: no `_source` read
     # Why `size` bounds the leg: on Lucene (k-NN 2.19) the node answers max(k, ef_search).
     body = {"size": 100, "query": {"knn": {"vector": {
         "vector": q.tolist(), "k": 5, "method_parameters": {"ef_search": 25},
@@ -85,8 +86,9 @@ def test_an_sq_encoded_index_serves_suli_search_and_drift_is_reported(
     for i in (0, 10, 42):  # an item's own vector finds it first
         got = backend.search(LegQuery(READER, Filters(), None, vecs[i].tolist(), 10))
         assert not got.errors
-        assert got.vector[0].item.id == f"itm_{i}"
-        assert len(got.vector) == 10 and all(h.item.board == "brd_a" for h in got.vector)
+        assert got.vector[0].id == f"itm_{i}"
+        found = backend.get_many(READER, [h.id for h in got.vector])
+        assert len(got.vector) == 10 and {it.board for it in found.values()} == {"brd_a"}
     expected = (mappings.mapping_version(), "test-random", DIM)
     same = status(os_client, alias, expected, hnsw=Hnsw(8, 64, "sq"))
     assert not [n for n in same["notes"] if "vector graph" in n]

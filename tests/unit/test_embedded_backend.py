@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suli.backends import embedded_sql
-from suli.backends.base import LegQuery, TextFields
+from suli.backends.base import LegQuery, PageQuery, TextFields
 from suli.backends.embedded import EmbeddedBackend
 from suli.backends.embedded_vectors import Matrix
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -131,8 +131,8 @@ def test_every_read_path_sees_exactly_what_can_see_allows(world: World) -> None:
         assert {it.id for it in browsed} == visible and total == len(visible)
 
         legs = b.search(LegQuery(vis, Filters(), "report common", axis(0), depth=500))
-        assert {h.item.id for h in legs.text} == shown
-        assert {h.item.id for h in legs.vector} == shown
+        assert {h.id for h in legs.text} == shown
+        assert {h.id for h in legs.vector} == shown
 
         all_ids = [it.id for it in items]
         assert set(b.get_many(vis, all_ids)) == visible  # a direct lookup names hidden items too
@@ -153,7 +153,7 @@ def test_knn_depth_is_filled_with_visible_items_nearest_first(world: World) -> N
         full = {it.id: float(np.dot(np.asarray(b.vectors(vis, [it.id])[it.id]), q)) for it in shown}
         want = sorted(full, key=lambda i: -full[i])[:5]
         hits = b.search(LegQuery(vis, Filters(), None, list(q), depth=5)).vector
-        assert [h.item.id for h in hits] == want
+        assert [h.id for h in hits] == want
         assert [h.score for h in hits] == pytest.approx([full[i] for i in want], abs=1e-6)
     assert vecs  # the lookup above saw some items of ws_a
 
@@ -225,7 +225,7 @@ def test_each_filter_alone_agrees_with_python(world: World, f: Filters) -> None:
         browsed, total = b.browse(vis, f, 500)
         assert {it.id for it in browsed} == want and total == len(want), p.id
         legs = b.search(LegQuery(vis, f, "report", axis(1), depth=500))
-        assert {h.item.id for h in legs.text} == want == {h.item.id for h in legs.vector}, p.id
+        assert {h.id for h in legs.text} == want == {h.id for h in legs.vector}, p.id
     everything = {it.id for it in items}
     chosen = {it.id for it in items if _matches(it, f)}
     assert chosen and chosen != everything - {it.id for it in items if it.hidden}  # f selects
@@ -240,8 +240,8 @@ def test_filters_in_sql_agree_with_python(world: World, f: Filters, who: int) ->
     browsed, total = b.browse(vis, f, 500)
     assert {it.id for it in browsed} == want and total == len(want)
     legs = b.search(LegQuery(vis, f, "report", axis(1), depth=500))
-    assert {h.item.id for h in legs.text} == want
-    assert {h.item.id for h in legs.vector} == want
+    assert {h.id for h in legs.text} == want
+    assert {h.id for h in legs.vector} == want
     assert b.facets(vis, f).total == len(want)
 
 
@@ -313,7 +313,7 @@ def test_hostile_text_searches_as_plain_words(store: EmbeddedBackend, text: str)
     flavours: tuple[TextFields, ...] = ("stemmed", "plain")
     for flavour in flavours:
         legs = store.search(LegQuery(everyone(), Filters(), text, None, 10, text_fields=flavour))
-        assert all(h.item.id in ("itm_foo", "itm_other") for h in legs.text)
+        assert all(h.id in ("itm_foo", "itm_other") for h in legs.text)
 
 
 def test_operators_are_words_and_stopwords_drop_only_when_stemmed(store: EmbeddedBackend) -> None:
@@ -322,10 +322,10 @@ def test_operators_are_words_and_stopwords_drop_only_when_stemmed(store: Embedde
         (Item("itm_the", "ws", "the plan", body="of the day"), axis(1)),
     ])  # fmt: skip
     legs = store.search(LegQuery(everyone(), Filters(), "NEAR(", None, 10))
-    assert [h.item.id for h in legs.text] == ["itm_near"]
+    assert [h.id for h in legs.text] == ["itm_near"]
     assert store.search(LegQuery(everyone(), Filters(), "the", None, 10)).text == ()
     plain = store.search(LegQuery(everyone(), Filters(), "the", None, 10, text_fields="plain"))
-    assert {h.item.id for h in plain.text} == {"itm_near", "itm_the"}
+    assert {h.id for h in plain.text} == {"itm_near", "itm_the"}
 
 
 def test_stemmed_text_matches_word_forms_and_title_weighs_more(store: EmbeddedBackend) -> None:
@@ -334,7 +334,7 @@ def test_stemmed_text_matches_word_forms_and_title_weighs_more(store: EmbeddedBa
         (Item("itm_title", "ws", "Migrations", body="we were there all night long"), axis(1)),
     ])  # fmt: skip
     legs = store.search(LegQuery(everyone(), Filters(), "migrate", None, 10))
-    assert [h.item.id for h in legs.text] == ["itm_title", "itm_body"]
+    assert [h.id for h in legs.text] == ["itm_title", "itm_body"]
     assert legs.text[0].score > legs.text[1].score > 0
     assert "text_took" in legs.timings_ms
 
@@ -343,7 +343,7 @@ def test_highlights_are_html_escaped_body_first(store: EmbeddedBackend) -> None:
     store.upsert([(Item("itm_h", "ws", "Zebra <b>title</b>", body="<script>x</script> zebra & co",
                         caption="a zebra caption"), axis(0))])  # fmt: skip
     [hit] = store.search(LegQuery(everyone(), Filters(), "zebra", None, 10)).text
-    assert hit.highlights == (
+    assert _highlights(store, hit.id, "zebra") == (
         "&lt;script&gt;x&lt;/script&gt; <mark>zebra</mark> &amp; co",
         "a <mark>zebra</mark> caption",
         "<mark>Zebra</mark> &lt;b&gt;title&lt;/b&gt;",
@@ -353,7 +353,13 @@ def test_highlights_are_html_escaped_body_first(store: EmbeddedBackend) -> None:
 def test_text_holding_the_marker_characters_gets_no_highlight(store: EmbeddedBackend) -> None:
     store.upsert([(Item("itm_m", "ws", "zebra", body=f"zebra {embedded_sql.MARK_OPEN}"), axis(0))])
     [hit] = store.search(LegQuery(everyone(), Filters(), "zebra", None, 10)).text
-    assert hit.highlights == ()
+    assert _highlights(store, hit.id, "zebra") == ()
+
+
+def _highlights(store: EmbeddedBackend, item_id: str, text: str) -> tuple[str, ...]:
+    """The page fetch's highlights of one text hit (the legs return ids and scores only)."""
+    page = store.page(PageQuery(everyone(), (item_id,), text=text, highlight_ids=(item_id,)))
+    return page.highlights[item_id]
 
 
 def test_binaries_are_found_by_title_path_and_caption_only(store: EmbeddedBackend) -> None:
@@ -399,8 +405,8 @@ def test_regex_over_title_and_body(rx_store: EmbeddedBackend, pattern: str, want
     legs = rx_store.search(
         LegQuery(everyone(), Filters(), "letters release deployment", axis(0), 10, regex=pattern)
     )
-    assert {h.item.id for h in legs.text} == want
-    assert {h.item.id for h in legs.vector} == want
+    assert {h.id for h in legs.text} == want
+    assert {h.id for h in legs.vector} == want
 
 
 @pytest.mark.parametrize(
@@ -448,7 +454,7 @@ def test_upsert_replaces_text_vector_and_lists(store: EmbeddedBackend) -> None:
     assert store.count() == 1
     assert store.search(LegQuery(vis, Filters(), "old", None, 5)).text == ()
     legs = store.search(LegQuery(vis, Filters(), "new", axis(1), 5))
-    assert [h.item.id for h in legs.text] == ["itm_u"]
+    assert [h.id for h in legs.text] == ["itm_u"]
     assert legs.vector[0].score == pytest.approx(1.0)
     assert store.facets(vis, Filters()).values["tag"] == [("t2", 1)]
     assert store.referencing(vis, "itm_a", 5) == [] and len(store.referencing(vis, "itm_b", 5)) == 1
@@ -462,7 +468,7 @@ def test_delete_removes_every_trace_and_names_absent_ids(store: EmbeddedBackend)
     vis = everyone()
     assert store.count() == 1
     assert store.search(LegQuery(vis, Filters(), "gone", None, 5)).text == ()
-    assert [h.item.id for h in store.search(LegQuery(vis, Filters(), None, axis(0), 5)).vector] == [
+    assert [h.id for h in store.search(LegQuery(vis, Filters(), None, axis(0), 5)).vector] == [
         "itm_k"
     ]
     assert store.facets(vis, Filters()).values["tag"] == []
@@ -490,16 +496,14 @@ def test_a_second_handle_on_the_same_file_sees_writes(tmp_path: Path) -> None:
     try:
         a.upsert([(Item("itm_1", "ws", "one"), axis(0))])
         assert [
-            h.item.id for h in b.search(LegQuery(everyone(), Filters(), None, axis(0), 5)).vector
+            h.id for h in b.search(LegQuery(everyone(), Filters(), None, axis(0), 5)).vector
         ] == ["itm_1"]
         a.upsert([(Item("itm_2", "ws", "two"), axis(0)), (Item("itm_1", "ws", "one"), axis(1))])
         hits = b.search(LegQuery(everyone(), Filters(), None, axis(0), 5)).vector
-        assert [h.item.id for h in hits] == ["itm_2", "itm_1"] and hits[1].score == pytest.approx(
-            0.0
-        )
+        assert [h.id for h in hits] == ["itm_2", "itm_1"] and hits[1].score == pytest.approx(0.0)
         a.delete("ws", ["itm_2"])
         assert [
-            h.item.id for h in b.search(LegQuery(everyone(), Filters(), None, axis(0), 5)).vector
+            h.id for h in b.search(LegQuery(everyone(), Filters(), None, axis(0), 5)).vector
         ] == ["itm_1"]
     finally:
         a.close()
@@ -526,7 +530,7 @@ def test_an_incrementally_refreshed_matrix_equals_a_fresh_one(
 
     def nearest(backend: EmbeddedBackend, qv: list[float]) -> list[tuple[str, float]]:
         hits = backend.search(LegQuery(everyone(), Filters(), None, qv, 100)).vector
-        return [(h.item.id, round(h.score, 5)) for h in hits]
+        return [(h.id, round(h.score, 5)) for h in hits]
 
     try:
         a.upsert([(Item(i, "ws", i), unit(rng)) for i in ids[:10]])
@@ -580,7 +584,7 @@ def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path) -> None:
 def test_a_bad_query_vector_fails_only_its_leg(store: EmbeddedBackend) -> None:
     store.upsert([(Item("itm_1", "ws", "one"), axis(0))])
     legs = store.search(LegQuery(everyone(), Filters(), "one", [1.0, 2.0], 5))
-    assert [h.item.id for h in legs.text] == ["itm_1"]
+    assert [h.id for h in legs.text] == ["itm_1"]
     assert "vector" in legs.errors and legs.vector == ()
 
 

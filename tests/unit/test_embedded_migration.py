@@ -68,9 +68,10 @@ def test_a_format_2_store_is_rekeyed_in_place_and_keeps_everything(tmp_path: Pat
     try:
         vis_a = Visibility("ws_a", "prn_p", frozenset({"brd_x"}))
         text = store.search(LegQuery(vis_a, Filters(), "zebra", None, 5)).text
-        assert [h.item for h in text] == [items[0]]  # FTS rows still point at the right rows
+        assert [h.id for h in text] == ["itm_1"]  # FTS rows still point at the right rows
+        assert store.get_many(vis_a, ["itm_1"]) == {"itm_1": items[0]}
         vec = store.search(LegQuery(vis_a, Filters(), None, [1.0] + [0.0] * 7, 5)).vector
-        assert [h.item.id for h in vec] == ["itm_1"]
+        assert [h.id for h in vec] == ["itm_1"]
         assert store.facets(vis_a, Filters()).values["tag"] == [("t1", 1)]
         assert store.acl("ws_a", "brd_x") == BoardAcl("brd_x", "ws_a", "X", ("prn_p",), ())
         # The same id in another workspace is now a second item, and deletes stay in theirs.
