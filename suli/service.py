@@ -20,7 +20,7 @@ from suli.backends.base import (
     PageQuery,
 )
 from suli.counting import Relation, search_total
-from suli.cursor import TOO_DEEP, Filled, Position, Window, browse_after, text_window
+from suli.cursor import TOO_DEEP, Position, Window, browse_after, text_window
 from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -35,6 +35,7 @@ from suli.models import (
     SearchRequest,
     SearchResponse,
 )
+from suli.pages import fill, named_replacements
 from suli.ranking import Ranked, rank
 from suli.related import Card, card_of, card_query, check_card, direct_references
 from suli.settings import Settings
@@ -353,7 +354,7 @@ class Searcher:
         )
         shown, used = ph.run(
             "fetch",
-            lambda: self._fill(fetch, listed[start:], req.limit, hits, text_ids),
+            lambda: fill(self.backend, fetch, listed[start:], req.limit, hits, text_ids),
         )
         results: list[Result] = []
         for item_id, (item, hl) in shown.items():
@@ -378,7 +379,7 @@ class Searcher:
                     kept=r.kept,
                 )
             results.append(self._result(item, r.score, snippet, explain))
-        results = self._named_replacements(vis, results, used)
+        results = named_replacements(self.backend, vis, results, used)
         resp = SearchResponse(
             tuple(results),
             total,
@@ -402,42 +403,6 @@ class Searcher:
         return replace(
             resp, offset=at.offset, has_more=cursor is not None, next=cursor, paging_limit=limit
         )
-
-    def _fill(
-        self,
-        fetch: PageQuery,
-        ranked: Sequence[str],
-        limit: int,
-        hits: dict[str, Hit],
-        text_ids: set[str],
-    ) -> tuple[dict[str, tuple[Item, tuple[str, ...]]], Filled]:
-        """The page: the first `limit` of `ranked` the caller may still see, in order. An item
-        that became invisible (or stopped passing the filters) between the legs and this
-        fetch is skipped and the page refilled from the next ranked ids (another fetch, only
-        then); `consumed` says how far into `ranked` the page reached, for the next cursor."""
-        shown: dict[str, tuple[Item, tuple[str, ...]]] = {}
-        asked: set[str] = set()
-        seen: set[str] = set()
-        pos = 0
-        extra = fetch.replacements  # the direct references' replacements ride on the first
-        while len(shown) < limit and pos < len(ranked):
-            batch = ranked[pos : pos + limit - len(shown)]
-            pos += len(batch)
-            reps = {h.superseded_by for i in batch if (h := hits.get(i)) and h.superseded_by}
-            q = replace(
-                fetch,
-                ids=tuple(batch),
-                highlight_ids=tuple(i for i in batch if i in text_ids),
-                replacements=tuple(dict.fromkeys((*extra, *sorted(reps)))),
-            )
-            extra = ()
-            asked |= set(q.replacements)
-            got = self.backend.page(q)
-            seen |= got.replacements
-            for i in batch:
-                if i in got.items:
-                    shown[i] = (got.items[i], got.highlights.get(i, ()))
-        return shown, Filled(pos, frozenset(asked), frozenset(seen))
 
     def _count(
         self,
@@ -513,22 +478,6 @@ class Searcher:
             score=score,
             explain=explain,
         )
-
-    def _named_replacements(
-        self, vis: Visibility, results: list[Result], filled: Filled
-    ) -> list[Result]:
-        """As _resolve_superseded, from what the page fetch checked; a replacement it did not
-        check (the item changed between the legs and the fetch) is looked up now."""
-        late = [r for r in results if r.superseded_by and r.superseded_by not in filled.asked]
-        visible = set(filled.visible)
-        if late:
-            visible |= set(self.backend.get_many(vis, [r.superseded_by or "" for r in late]))
-        return [
-            r
-            if not r.superseded_by or r.superseded_by in visible
-            else replace(r, superseded_by=None)
-            for r in results
-        ]
 
     def _resolve_superseded(self, vis: Visibility, results: list[Result]) -> list[Result]:
         """Name a replacement only when the caller may see it; else say only `superseded`."""
