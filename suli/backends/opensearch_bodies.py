@@ -243,22 +243,26 @@ def vector_leg(
     without asking for more candidates: on the Lucene engine (k-NN 2.19) the node searches
     with max(k, ef_search) and may return that many hits, so `size` keeps the answer at k.
 
-    With words (`q.text`), each hit also says whether the text leg's query matches it (a
-    named clause that scores 0, so the similarity is untouched): `total` then needs no count
-    of its own when the text leg was cut at depth."""
+    With words (`q.text`), each hit also says whether the text leg's query matches it, so
+    `total` needs no count of its own when the text leg was cut at depth: a named optional
+    clause inside the k-NN filter (minimum_should_match 0 beside required filters: it narrows
+    nothing, and the engine reports it per hit in `matched_queries`). Not a `should` beside the
+    knn clause: wrapping knn in a bool made the node return other neighbours (66 of 100 the
+    same on an NFCorpus query, bench/RESULTS.md section 9)."""
     assert q.vector is not None
+    within: dict[str, Any] = {"filter": filter_clauses(q.vis, q.filters, q.regex)}
+    if q.text is not None:
+        words = text_leg(replace(q, text_after=None, text_offset=0), form)["query"]
+        within["should"] = [{"bool": {"filter": [words], "_name": WORDS_CLAUSE}}]
+        within["minimum_should_match"] = 0
     knn: dict[str, Any] = {
         "vector": [float(x) for x in q.vector],
         "k": q.depth,
-        "filter": {"bool": {"filter": filter_clauses(q.vis, q.filters, q.regex)}},
+        "filter": {"bool": within},
     }
     if ef_search is not None:
         knn["method_parameters"] = {"ef_search": ef_search}
     query: dict[str, Any] = {"knn": {"vector": knn}}
-    if q.text is not None:
-        words = text_leg(replace(q, text_after=None, text_offset=0), form)["query"]
-        named = {"constant_score": {"filter": words, "boost": 0.0, "_name": WORDS_CLAUSE}}
-        query = {"bool": {"must": [query], "should": [named]}}
     return {**_lean(q.depth), "query": query}
 
 

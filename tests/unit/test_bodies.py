@@ -144,15 +144,21 @@ def test_legs_return_only_what_fusion_reads() -> None:
         assert body["size"] == 100  # the candidate depth, as tuned
 
 
-def test_vector_leg_says_which_hits_the_words_match_without_scoring_them() -> None:
+def test_vector_leg_says_which_hits_the_words_match_without_narrowing_them() -> None:
     q = LegQuery(VIS, FILTERS, "deploy", [0.5, -0.5, 0.0], 100)
     body = b.vector_leg(q)
     check("vector_leg_words", body)
-    [knn], [named] = body["query"]["bool"]["must"], body["query"]["bool"]["should"]
-    assert knn == b.vector_leg(replace(q, text=None))["query"]  # the same filtered k-NN
-    score = named["constant_score"]
-    assert score["boost"] == 0.0 and score["_name"] == b.WORDS_CLAUSE  # adds 0 to the score
-    assert score["filter"] == b.text_leg(q)["query"]  # the text leg's own query and filters
+    plain = b.vector_leg(replace(q, text=None))["query"]["knn"]["vector"]
+    knn = body["query"]["knn"]["vector"]  # still the top-level knn clause
+    within = knn["filter"]["bool"]
+    assert within["filter"] == plain["filter"]["bool"]["filter"]  # the same required filters
+    assert within["minimum_should_match"] == 0  # the words narrow nothing
+    [named] = within["should"]
+    assert named["bool"]["_name"] == b.WORDS_CLAUSE
+    assert named["bool"]["filter"] == [b.text_leg(q)["query"]]  # the text leg's own query
+    assert {k: v for k, v in knn.items() if k != "filter"} == {
+        k: v for k, v in plain.items() if k != "filter"
+    }
 
 
 def test_text_leg_continues_after_sort_values_or_an_offset() -> None:
