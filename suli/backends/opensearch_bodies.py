@@ -182,7 +182,9 @@ def filter_clauses(
 LEG_FIELDS = ["id", "outcome", "superseded_by"]
 # The text leg's order, made explicit so it can be continued (`search_after`): ties by item id,
 # which no segment merge renumbers (docs/decisions.md, "Ties are ordered by item id").
-TEXT_SORT = [{"_score": {"order": "desc"}}, {"id": {"order": "asc"}}]
+# `unmapped_type`: an index under the alias without the field (a botched migration) still
+# answers instead of failing its shard.
+TEXT_SORT = [{"_score": {"order": "desc"}}, {"id": {"order": "asc", "unmapped_type": "keyword"}}]
 # The vector hits that also match the words say so by this name (matched_queries).
 WORDS_CLAUSE = "words"
 

@@ -163,7 +163,10 @@ def test_vector_leg_says_which_hits_the_words_match_without_narrowing_them() -> 
 
 def test_text_leg_continues_after_sort_values_or_an_offset() -> None:
     q = LegQuery(VIS, Filters(), "deploy", None, 100)
-    assert b.text_leg(q)["sort"] == [{"_score": {"order": "desc"}}, {"id": {"order": "asc"}}]
+    assert b.text_leg(q)["sort"] == [
+        {"_score": {"order": "desc"}},
+        {"id": {"order": "asc", "unmapped_type": "keyword"}},
+    ]
     assert "search_after" not in b.text_leg(q) and "from" not in b.text_leg(q)
     assert b.text_leg(replace(q, text_offset=200))["from"] == 200
     after = b.text_leg(replace(q, text_offset=200, text_after=(1.5, "itm_9")))

@@ -94,6 +94,21 @@ class Reads(Workspaces):
                 index = self.items_index(query.vis.workspace)
                 with contextlib.suppress(opensearchpy.TransportError):
                     responses[n] = self.client.search(index=index, body=body, params=again)
+        words_asked = query.text is not None and query.vector is not None
+        if words_asked and not query.regex and all("error" in r for r in responses):
+            # The vector leg carries the text leg's query (the words clause in its filter), so
+            # a fault of that query fails both: ask k-NN alone, so the answer still degrades
+            # to meaning (`total` then counted apart, as without the clause).
+            plain = bodies.vector_leg(replace(query, text=None), self.settings.ef_search)
+            again = self._params(query.timeout_s, started)
+            if "timeout" in again:
+                plain["timeout"] = again.pop("timeout")
+            if self.isolated:
+                again["ignore_unavailable"] = "true"
+            index = self.items_index(query.vis.workspace)
+            with contextlib.suppress(opensearchpy.TransportError):
+                responses[-1] = self.client.search(index=index, body=plain, params=again)
+                words_asked = False
         refused: list[str] = []
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
@@ -141,7 +156,7 @@ class Reads(Workspaces):
             # the error types go out; the reasons name indices.
             log.warning("OpenSearch refused every search leg: %s", "; ".join(errors.values()))
             raise SuliError(f"OpenSearch refused the search ({', '.join(refused)})")
-        checked = query.text is not None and query.vector is not None and "vector" not in errors
+        checked = words_asked and "vector" not in errors
         return LegResults(
             tuple(out["text"]),
             tuple(out["vector"]),
@@ -165,7 +180,15 @@ class Reads(Workspaces):
                 out.append(bodies.ids_body(vis, wanted, source=["id"]))
             return out
 
-        got = self._read_many(query.vis, make, "page")
+        try:
+            got = self._read_many(query.vis, make, "page")
+        except opensearchpy.RequestError:
+            if query.text is None or not query.highlight_ids:
+                raise
+            # The highlighter refused (e.g. an index whose highlight.max_analyzed_offset is
+            # below ours): the page without highlights, its snippets then best passages.
+            log.warning("the page's highlight was refused; fetching it without highlights")
+            return self.page(replace(query, text=None, highlight_ids=()))
         items: dict[str, Item] = {}
         highlights: dict[str, tuple[str, ...]] = {}
         for h in got[0]["hits"]["hits"]:
