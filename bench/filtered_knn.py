@@ -92,7 +92,7 @@ def measure(
                 legs = backend.search(LegQuery(vis, Filters(), None, [float(x) for x in q], k))
                 lat.append(time.perf_counter() - t0)
                 assert not legs.errors, legs.errors
-                got = {h.item.id for h in legs.vector[:K]}
+                got = {h.id for h in legs.vector[:K]}
                 recalls.append(len(got & exact) / len(exact) if exact else 1.0)
             row[f"recall@10_k{k}"] = round(float(np.mean(recalls)), 4)
             row[f"min_recall_k{k}"] = round(float(np.min(recalls)), 3)

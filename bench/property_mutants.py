@@ -132,12 +132,16 @@ def _stopwords_inverted() -> Patch:
 
 def _superseded_leaks() -> Patch:
     """superseded_by keeps naming a replacement the caller cannot see."""
+    from suli import service
     from suli.service import Searcher
 
     def resolve(self: Any, vis: Any, results: list[Any]) -> list[Any]:
         return results
 
-    return [(Searcher, "_resolve_superseded", resolve)]
+    def named(backend: Any, vis: Any, results: list[Any], filled: Any) -> list[Any]:
+        return results  # a search's page: its replacements as the items name them
+
+    return [(Searcher, "_resolve_superseded", resolve), (service, "named_replacements", named)]
 
 
 def _total_counts_invisible() -> Patch:

@@ -93,8 +93,8 @@ def fetch_legs(backend: Backend, embedder: Embedder, queries: dict[str, str]) ->
         )
         assert not legs.errors, legs.errors
         out[qid] = (
-            [(h.item.id, h.score) for h in legs.text],
-            [(h.item.id, h.score) for h in legs.vector],
+            [(h.id, h.score) for h in legs.text],
+            [(h.id, h.score) for h in legs.vector],
         )
     return out
 

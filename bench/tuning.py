@@ -195,7 +195,7 @@ def fetch_text(backend: Backend, queries: Mapping[str, str], depth: int) -> dict
     def one(text: str) -> Pairs:
         legs = backend.search(_query(text, None, depth))
         assert not legs.errors, legs.errors
-        return [(h.item.id, h.score) for h in legs.text]
+        return [(h.id, h.score) for h in legs.text]
 
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
         return dict(zip(queries, pool.map(one, queries.values()), strict=True))
@@ -207,7 +207,7 @@ def fetch_vectors(
     def one(qid: str) -> Pairs:
         legs = backend.search(_query(queries[qid], qvecs[qid], depth, with_text=False))
         assert not legs.errors, legs.errors
-        return [(h.item.id, h.score) for h in legs.vector]
+        return [(h.id, h.score) for h in legs.vector]
 
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
         return dict(zip(queries, pool.map(one, queries), strict=True))
