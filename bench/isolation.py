@@ -102,6 +102,14 @@ def _index_stats(client: OpenSearch, prefix: str) -> dict[str, int]:
     }
 
 
+def _drop(client: OpenSearch, prefix: str) -> None:
+    """Delete every index whose name starts with prefix, a few names per request (a URL that
+    names a hundred indices is past the engine's 4 KB line limit)."""
+    names = list(client.indices.get(index=f"{prefix}*", expand_wildcards="all"))
+    for start in range(0, len(names), 20):
+        client.indices.delete(index=",".join(names[start : start + 20]))
+
+
 def _pct(xs: list[float], q: float) -> float:
     ordered = sorted(xs)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -146,9 +154,7 @@ def cost(
     for s in layouts.values():
         s.backend.close()
     for alias in prefixes.values():
-        names = list(client.indices.get(index=f"{alias}*", expand_wildcards="all"))
-        if names:
-            client.indices.delete(index=",".join(names))
+        _drop(client, alias)
     client.close()
     return out
 
@@ -204,8 +210,7 @@ def leaks(url: str, trials: int, home: Path, prefix: str) -> dict[str, float]:
         out[name] = _leak_share(s, items, plan)
         s.backend.close()
         client = OpenSearch(hosts=[url], timeout=60)
-        names = list(client.indices.get(index=f"{alias}*", expand_wildcards="all"))
-        client.indices.delete(index=",".join(names))
+        _drop(client, alias)
         client.close()
     # Half the trials follow the secret by chance when the order is the tie-break's (id order
     # puts `_a` first, and the secret is x or y at random): a share near 0.5 means no signal,
