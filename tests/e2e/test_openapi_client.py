@@ -10,6 +10,8 @@ in the one error shape and a 207 of a batch with a rejected item.
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -174,3 +176,35 @@ def test_a_batch_with_a_bad_item_is_207_with_per_item_statuses(
         ("itm_gen_ok", models.IngestStatus.INDEXED),
         ("itm_gen_bad", models.IngestStatus.REJECTED),
     ]
+
+
+def _is_rounded(timings: dict[str, float]) -> bool:
+    # Rounded to 0.1 ms: printing with one decimal loses nothing (an answer apart from round()).
+    return bool(timings) and all(float(f"{v:.1f}") == v for v in timings.values())
+
+
+def test_timings_are_rounded_on_every_edge(served: Served) -> None:
+    """HTTP (search, facets, an item), MCP over HTTP and the CLI's local --json alike."""
+    from .mcp_client import call, over_http
+
+    h = {"Authorization": f"Bearer {served.tokens['ana']}"}
+    for path in ("/api/v1/search?q=deploy", "/api/v1/facets?q=deploy", "/api/v1/items/itm_old"):
+        got = httpx.get(f"{served.url}{path}", headers=h, timeout=30)
+        assert got.status_code == 200, got.text
+        assert _is_rounded(got.json()["timings_ms"]), (path, got.json()["timings_ms"])
+    tool = call(over_http(f"{served.url}/mcp", served.tokens["ana"]), "library_search", query="x")
+    assert tool.structured_content is not None
+    assert _is_rounded(tool.structured_content["timings_ms"]), tool.structured_content
+    home = served.log.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SULI_")}
+    env.update(SULI_HOME=str(home), SULI_BACKEND="embedded", SULI_EMBEDDER="fake")
+    suli = Path(sys.executable).with_name("suli")
+    out = subprocess.run(
+        [str(suli), "search", "deploy", "--as", "prn_ana", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert _is_rounded(json.loads(out.stdout)["timings_ms"]), out.stdout
