@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.datastructures import QueryParams
 
 from suli.errors import InvalidInput
@@ -26,7 +26,7 @@ LIST_FILTERS = ("kind", "outcome", "board", "agent", "station", "tag")
 LIMITS = (10, 25)
 _MARK = re.compile(r"(</?mark>)")
 # Where an id or agent name may wrap: after the separators of `prn_release_bot-2`, `a.b:c/d`.
-_SEPARATOR = re.compile(r"(?<=[_\-.:/@])")
+_SEPARATOR = re.compile(r"(?<=[_\-.:/@])(?=.)", re.DOTALL)
 
 
 def snippet_html(snippet: str | None) -> Markup:
@@ -62,7 +62,7 @@ def breakable(value: object) -> Markup:
     """An id or name, escaped, with a line-break chance (<wbr>) after each separator: it wraps
     between its parts, never inside one (the CSS keeps `overflow-wrap: normal` there)."""
     parts = _SEPARATOR.split("" if value is None else str(value))
-    return Markup("<wbr>").join(html.escape(p, quote=False) for p in parts)
+    return Markup("<wbr>").join(escape(p) for p in parts)  # Markup parts: escaped once
 
 
 def counted(n: int, singular: str, plural: str | None = None) -> str:

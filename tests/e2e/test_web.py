@@ -260,7 +260,7 @@ def test_filter_counts_follow_the_query_and_ticked_filters(
 
 
 def test_previous_goes_back_a_page_with_a_cursor_of_the_caller(
-    page: Page, service: Service, core: Searcher
+    page: Page, service: Service, core: Searcher, artifacts: Path
 ) -> None:
     sign_in(page, service, "ana")
     whole = core_ids(core, "ana", "deploy", limit=25)
@@ -276,6 +276,7 @@ def test_previous_goes_back_a_page_with_a_cursor_of_the_caller(
     page.get_by_role("link", name="More results").click()
     expect(page.locator(".summary")).to_contain_text("Showing 5–")
     assert result_ids(page)[0] == whole[4]
+    shot(page, artifacts, "web-page-3.png")
     page.get_by_role("link", name="Previous").click()
     expect(page.locator(".summary")).to_contain_text("Showing 3–4 of")
     assert result_ids(page) == second

@@ -9,15 +9,20 @@ Over its own small embedded store (fake embedder), so the counts are known exact
 
 from __future__ import annotations
 
+import html
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from api.helpers import opener
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from playwright.sync_api import Locator, Page, expect
 
 from app.main import create_app
+from app.web_view import Form, breakable, previous_url
 from indexer.pipeline import index_items
 from suli.auth import create_token
 from suli.models import Principal
@@ -142,7 +147,7 @@ def _line_breaks(element: Locator) -> list[tuple[str, str]]:
     return [(a[0], b[0]) for a, b in itertools.pairwise(chars) if b[1] > a[1] + 1]
 
 
-def test_a_long_agent_name_stays_whole_on_its_line(page: Page, site: Site) -> None:
+def test_a_long_agent_name_stays_whole_on_its_line(page: Page, site: Site, artifacts: Path) -> None:
     assert len(LONG_AGENT) == len(SOLID_AGENT) == 80
     sign_in(page, site, "one")
     # The Agent filter: one line, cut with an ellipsis, the whole name in the DOM and the title.
@@ -160,6 +165,7 @@ def test_a_long_agent_name_stays_whole_on_its_line(page: Page, site: Site) -> No
     assert box is not None and box["height"] < 1.5 * float(line_height)  # one line, not two
     assert scroll_w > client_w  # it was cut, not squeezed into another line
     assert _line_breaks(label) == []
+    page.screenshot(path=str(artifacts / "web-long-agent-filters.png"), full_page=True)
 
     # The item page on a phone: the name wraps, but only after one of its separators.
     page.set_viewport_size({"width": 390, "height": 844})
@@ -170,9 +176,12 @@ def test_a_long_agent_name_stays_whole_on_its_line(page: Page, site: Site) -> No
     assert breaks, "80 characters fit a phone's half column: the test would prove nothing"
     assert all(before in SEPARATORS for before, _ in breaks), breaks
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(artifacts / "web-long-agent-item-phone.png"), full_page=True)
 
 
-def test_a_long_name_with_no_separator_is_cut_never_split(page: Page, site: Site) -> None:
+def test_a_long_name_with_no_separator_is_cut_never_split(
+    page: Page, site: Site, artifacts: Path
+) -> None:
     sign_in(page, site, "two")
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{site.url}/items/itm_two_a")
@@ -181,9 +190,48 @@ def test_a_long_name_with_no_separator_is_cut_never_split(page: Page, site: Site
     # It may break after `prn_` only; the 76 x's stay on one line, cut by an ellipsis.
     assert all(before in SEPARATORS for before, _ in _line_breaks(agent))
     assert agent.evaluate("el => getComputedStyle(el).textOverflow") == "ellipsis"
+    expect(agent).to_have_attribute("title", SOLID_AGENT)  # the whole name, on hover
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(artifacts / "web-solid-agent-item-phone.png"), full_page=True)
     # The provenance line of a result (by <agent>) follows the same rule.
     page.goto(f"{site.url}/")
     by = page.locator('li[data-item-id="itm_two_a"] .provenance')
     expect(by).to_have_text(f"via agentpod · by {SOLID_AGENT}")
     assert all(before in SEPARATORS + " " for before, _ in _line_breaks(by))
+
+
+# ---- the helpers behind the lines (pure, so many examples) -----------------------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab_-.:/@<&> x"), max_size=40))
+def test_breakable_adds_break_chances_after_separators_only(value: str) -> None:
+    out = str(breakable(value))
+    parts = out.split("<wbr>")
+    # Written apart from the code: the text back, and a chance after every separator but the last
+    # character's.
+    assert html.unescape("".join(parts)) == value
+    assert "<" not in "".join(parts) and ">" not in "".join(parts)  # escaped, no markup
+    expected = sum(1 for i, c in enumerate(value) if c in SEPARATORS and i < len(value) - 1)
+    assert len(parts) - 1 == expected
+    for part in parts[:-1]:
+        assert html.unescape(part)[-1] in SEPARATORS
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 2000), st.sampled_from([10, 25]))
+def test_previous_is_one_limit_back_with_a_fresh_cursor(offset: int, limit: int) -> None:
+    form = Form(q="deploy", limit=limit)
+    asked: list[int] = []
+
+    def cursor_at(at: int) -> str:
+        asked.append(at)
+        return f"c{at}"
+
+    url = previous_url(form, offset, cursor_at)
+    if offset == 0:
+        assert url is None and asked == []
+    elif offset <= limit:  # back to the first page: no cursor at all
+        assert url == form.url() and asked == []
+    else:
+        assert asked == [offset - limit] and url == form.url(cursor=f"c{offset - limit}")
