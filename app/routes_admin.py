@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import Field, TypeAdapter, ValidationError
 
 from app import schemas
+from app.api_docs import ITEM_INPUT_REF
 from app.deps import AdminDep, RuntimeDep, SearcherDep
 from app.respond import Timer
 from app.runtime import run_blocking
@@ -92,10 +93,12 @@ async def upsert_items(
         Any,
         Body(
             description=f"An array of up to {MAX_BATCH} item objects, or one item object.",
+            # Documented as items (app.api_docs adds ItemInput); read as plain objects, so
+            # an invalid item is rejected on its own instead of failing the whole batch.
             json_schema_extra={
                 "anyOf": [
-                    {"type": "array", "items": {"type": "object"}, "maxItems": MAX_BATCH},
-                    {"type": "object"},
+                    {"type": "array", "items": {"$ref": ITEM_INPUT_REF}, "maxItems": MAX_BATCH},
+                    {"$ref": ITEM_INPUT_REF},
                 ]
             },
         ),

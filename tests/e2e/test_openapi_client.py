@@ -87,7 +87,7 @@ def test_modules_and_types_are_named_for_what_they_are(client_pkg: ModuleType) -
         "metrics",
     }
     models = {p.stem for p in (root / "models").glob("*.py")}
-    for wanted in ("search_mode", "search_response", "facets", "error_response", "item"):
+    for wanted in ("search_mode", "search_response", "facets", "error_response", "item_input"):
         assert wanted in models, sorted(models)
     # No generator-made names (route-derived) and no FastAPI validation shape the service never
     # sends.
@@ -162,13 +162,17 @@ def test_a_batch_with_a_bad_item_is_207_with_per_item_statuses(
 ) -> None:
     upsert = _mod("api.ingestion.upsert_items")
     models = _mod("models")
-    good = {"id": "itm_gen_ok", "workspace": "ws_main", "title": "Generated client note"}
-    bad = {"id": "itm_gen_bad", "workspace": "ws_main", "title": ""}
-    batch = []
-    for raw in (good, bad):
-        item = models.UpsertItemsBodyType0Item()
-        item.additional_properties.update(raw)
-        batch.append(item)
+    # Items are a typed model (the indexer's own schema); the client does not validate, so an
+    # empty title reaches the service and is rejected there, on its own.
+    good = models.ItemInput(
+        id="itm_gen_ok",
+        workspace="ws_main",
+        title="Generated client note",
+        kind=models.ItemKind.WORK_RECORD,
+        outcome=models.Outcome.COMPLETED,
+    )
+    bad = models.ItemInput(id="itm_gen_bad", workspace="ws_main", title="")
+    batch = [good, bad]
     got = upsert.sync_detailed(client=_client(client_pkg, served, "admin"), body=batch)
     assert got.status_code == 207, got.content
     assert isinstance(got.parsed, models.IngestResponse)
