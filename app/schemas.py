@@ -124,7 +124,7 @@ class SearchQuery(FacetsQuery, _SearchOptions):
     """Query parameters of GET /api/v1/search (the CLI's flags)."""
 
     # FacetsQuery's `q` would win by inheritance order: keep the search's own description.
-    q: str = _SearchOptions.model_fields["q"]
+    q: str = Field("", description=_SearchOptions.model_fields["q"].description)
 
 
 class SearchRequest(_Filters, _SearchOptions):
