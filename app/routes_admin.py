@@ -21,7 +21,7 @@ from app.schemas import (
     PrincipalRequest,
 )
 from indexer.pipeline import Rejection, index_items
-from suli.errors import Forbidden, InvalidInput, NotFound
+from suli.errors import BackendUnavailable, Forbidden, InvalidInput, NotFound
 from suli.models import Item, Principal
 from suli.service import Searcher
 from suli.validate import lookup_id, parse_acl, parse_item, parse_principal
@@ -60,6 +60,8 @@ def _ingest(
 ) -> dict[str, Any]:
     entries = _entries(searcher, admin, raw)
     summary = index_items(entries, searcher.backend, searcher.embedder)
+    if summary.stopped:  # the store stopped taking writes: a 503, not "indexed"
+        raise BackendUnavailable(summary.stopped)
     if refresh and summary.indexed:
         searcher.backend.refresh()
     rejected = {r.line: r.reason for r in summary.rejected}

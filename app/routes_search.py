@@ -160,7 +160,7 @@ async def get_item(
     """404 for a missing item and for one the caller may not see alike."""
     timer = Timer()
     item, res = await run_blocking(searcher.get, principal, item_id, deadline=deadline)
-    return timer.done(item_json(item, res.superseded_by), response)
+    return timer.done(item_json(item, res), response)
 
 
 @router.get(

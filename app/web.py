@@ -245,7 +245,7 @@ async def item_page(item_id: str, request: Request, runtime: RuntimeDep) -> Resp
         return _error_page(request, e, who)
     context = {
         "who": who,
-        "item": item_json(item, res.superseded_by),
+        "item": item_json(item, res),
         "related": related,
         "related_error": related_error,
         "labels": labels,

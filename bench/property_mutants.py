@@ -1,44 +1,74 @@
-"""Mutation check of the leak property test: plant each visibility bug, count what catches it.
+"""Mutation check of the rule tests: plant each bug in today's code, see which test catches it.
 
-Each mutant is monkeypatched into the running process only (nothing is written to the source
-tree). For each mutant and backend this runs the CI property (the same seed and number of
-examples as tests/contract/rules_property.py) with every example's failure caught and counted,
-and reports how many examples caught the bug and the first one that did. With --pytest it also
-runs the real test under the mutant and prints pytest's last lines.
+Each mutant is monkeypatched into a child pytest process only (this module is loaded there
+as a plugin, `-p bench.property_mutants`, and plants $SULI_MUTANT at configure time; nothing
+is written to the source tree). Every mutant replaces a function the current read, write or
+HTTP path really calls, and must be caught by the unit tier (`pytest -m unit`) or by the
+embedded contract suite (`tests/contract/test_embedded.py`); the run without a mutant must
+pass both. The first failing test of each run is reported.
 
-Run from the repo root (the OpenSearch backend needs SULI_TEST_OPENSEARCH_URL):
-  .venv/bin/python -m bench.property_mutants [--backend embedded|opensearch|both] [--pytest]
+Run from the repo root:
+  .venv/bin/python -m bench.property_mutants [--only NAME] [--runs unit,embedded contract,service]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import json
 import os
+import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from tempfile import TemporaryDirectory
 from typing import Any
-from uuid import uuid4
-
-from suli import service
-from suli.backends import embedded_sql, opensearch_bodies
-from suli.settings import Settings
-from suli.visibility import Visibility
 
 REPO = Path(__file__).resolve().parents[1]
 
 Patch = list[tuple[Any, str, Any]]
+RUNS = {
+    "unit": ["-m", "unit"],
+    "embedded contract": ["tests/contract/test_embedded.py"],
+    # A subset of the unit tier: the Searcher's rules over the in-memory backend alone.
+    "service": sorted(str(p.relative_to(REPO)) for p in REPO.glob("tests/unit/test_service_*.py")),
+}
+
+
+def _modules(names: Sequence[str], attr: str) -> list[Any]:
+    """The loadable modules among `names` that hold `attr` (a module another change renamed
+    or split is skipped, not an error)."""
+    out = []
+    for name in names:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(mod, attr):
+            out.append(mod)
+    return out
+
+
+def _wide(backend: Any, vis: Any) -> Any:
+    """`vis` granted every board its workspace has an ACL for (what a missing check yields)."""
+    from suli.visibility import Visibility
+
+    if vis.stored is not None:
+        return vis
+    boards = vis.boards | {a.board for a in backend.acls(vis.workspace)}
+    return Visibility(vis.workspace, vis.principal_id, frozenset(boards))
 
 
 # ---- the mutants: (object, attribute, replacement) -------------------------------------------
 
 
-def _group_ignored() -> Patch:
+def _groups_ignored() -> Patch:
+    """The visibility spec built from ACL members only."""
+    from suli.visibility import Visibility
+
     def visibility_for(principal: Any, acls: Any) -> Visibility:
         boards = frozenset(
             a.board
@@ -47,177 +77,140 @@ def _group_ignored() -> Patch:
         )
         return Visibility(principal.workspace, principal.id, boards)
 
-    return [(service, "visibility_for", visibility_for)]
+    where = ["suli.visibility", "suli.service", "suli.backends.opensearch.visibility"]
+    return [(m, "visibility_for", visibility_for) for m in _modules(where, "visibility_for")]
 
 
-def _cross_workspace_board() -> Patch:
-    """A granted board's items are visible whatever their workspace."""
-    sql0, clause0 = embedded_sql.visibility_sql, opensearch_bodies.visibility_clause
+def _cursor_unbound() -> Patch:
+    """A cursor is read as the principal it names, whoever sends it."""
+    from suli import cursor
 
-    def visibility_sql(vis: Visibility) -> tuple[str, list[Any]]:
-        sql, params = sql0(vis)
-        if not vis.boards:
-            return sql, params
-        board, ps = embedded_sql._in("i.board", sorted(vis.boards))
-        return f"({sql} OR {board})", params + ps
+    read0 = cursor.read
 
-    def visibility_clause(vis: Visibility) -> dict[str, Any]:
-        inner = clause0(vis)
-        if not vis.boards:
-            return inner
-        return {
-            "bool": {
-                "should": [inner, {"terms": {"board": sorted(vis.boards)}}],
-                "minimum_should_match": 1,
-            }
-        }
+    def read(secret: bytes, token: str, principal_id: str, req: Any) -> int:
+        with contextlib.suppress(Exception):
+            principal_id = json.loads(cursor._unb64(token.split(".")[0]))["p"]
+        return read0(secret, token, principal_id, req)
 
-    return [
-        (embedded_sql, "visibility_sql", visibility_sql),
-        (opensearch_bodies, "visibility_clause", visibility_clause),
-    ]
+    return [(cursor, "read", read)]
 
 
-def _personal_visible() -> Patch:
-    """Personal uploads of the workspace visible to everyone in it."""
-    sql0, clause0 = embedded_sql.visibility_sql, opensearch_bodies.visibility_clause
+def _facets_over_all() -> Patch:
+    """Facet values and counts taken over every board of the workspace."""
+    from suli.service import Searcher
 
-    def visibility_sql(vis: Visibility) -> tuple[str, list[Any]]:
-        sql, params = sql0(vis)
-        return sql.replace("AND i.uploader = ?", "AND i.uploader != ?"), params
+    facets0 = Searcher._facets
 
-    def visibility_clause(vis: Visibility) -> dict[str, Any]:
-        out = clause0(vis)
-        for s in out["bool"]["should"]:
-            f = s.get("bool", {}).get("filter")
-            if f and {"term": {"scope": "personal"}} in f:
-                s["bool"]["filter"] = [{"term": {"scope": "personal"}}]
-        return out
+    def _facets(self: Any, vis: Any, *args: Any, **kw: Any) -> Any:
+        return facets0(self, _wide(self.backend, vis), *args, **kw)
 
-    return [
-        (embedded_sql, "visibility_sql", visibility_sql),
-        (opensearch_bodies, "visibility_clause", visibility_clause),
-    ]
+    return [(Searcher, "_facets", _facets)]
 
 
-def _hidden_shown() -> Patch:
-    """Hidden items shown without being asked for."""
-    where0, clauses0 = embedded_sql.where, opensearch_bodies.filter_clauses
+def _floor_disabled() -> Patch:
+    """The meaning-only keep rule without its absolute floor."""
+    from suli import ranking
 
-    def where(vis: Any, filters: Any, regex: Any = None, *, hidden_ok: bool = False) -> Any:
-        return where0(vis, filters, regex, hidden_ok=True)
+    keep0 = ranking.keep
 
-    def filter_clauses(
-        vis: Any, filters: Any, regex: Any = None, *, hidden_ok: bool = False
-    ) -> Any:
-        return clauses0(vis, filters, regex, hidden_ok=True)
+    def keep(fused: Any, best: Any, margin: float, floor: float = -1.0) -> Any:
+        return keep0(fused, best, margin, -1.0)
 
-    return [(embedded_sql, "where", where), (opensearch_bodies, "filter_clauses", filter_clauses)]
+    return [(ranking, "keep", keep)]
 
 
-def _replacement_named() -> Patch:
-    """superseded_by names the replacement even when the caller cannot see it."""
+def _stopwords_inverted() -> Patch:
+    """Common words count as words except when the query has nothing else."""
+    from suli import service
+    from suli.text import only_common_words, words
+
+    def inverted(text: str) -> bool:
+        return bool(words(text)) and not only_common_words(text)
+
+    return [(service, "only_common_words", inverted)]
+
+
+def _superseded_leaks() -> Patch:
+    """superseded_by keeps naming a replacement the caller cannot see."""
+    from suli.service import Searcher
 
     def resolve(self: Any, vis: Any, results: list[Any]) -> list[Any]:
-        return [replace(r) for r in results]
+        return results
 
-    return [(service.Searcher, "_resolve_superseded", resolve)]
+    return [(Searcher, "_resolve_superseded", resolve)]
+
+
+def _total_counts_invisible() -> Patch:
+    """`total` (and its facets) counted over every board of the workspace."""
+    from suli.service import Searcher
+
+    count0 = Searcher._count
+
+    def _count(self: Any, vis: Any, req: Any, query: Any, legs: Any, *rest: Any) -> Any:
+        wide = _wide(self.backend, vis)
+        if query.text is not None and "text" not in legs.errors:
+            every = self.backend.search(replace(query, vis=wide, vector=None, depth=1))
+            legs = replace(legs, text_total=every.text_total)
+        return count0(self, wide, req, query, legs, *rest)
+
+    return [(Searcher, "_count", _count)]
+
+
+def _outcomes_reversed() -> Patch:
+    """Each outcome weighed as its opposite (approved as abandoned, and so on)."""
+    from suli import ranking
+    from suli.models import OUTCOMES
+
+    weight0 = ranking.outcome_weight
+    mirror = dict(zip(OUTCOMES, reversed(OUTCOMES), strict=True))
+
+    def outcome_weight(outcome: str | None, weights: Any) -> float:
+        return weight0(mirror.get(outcome or "", outcome), weights)
+
+    return [(ranking, "outcome_weight", outcome_weight)]
+
+
+def _refill_wrong() -> Patch:
+    """The rate limiter's bucket refills ten times too fast."""
+    from app.ratelimit import RateLimiter
+
+    init0 = RateLimiter.__init__
+
+    def __init__(self: Any, per_minute: int, per_day: int, *a: Any, **kw: Any) -> None:
+        init0(self, per_minute, per_day, *a, **kw)
+        self._rate = per_minute / 6.0
+
+    return [(RateLimiter, "__init__", __init__)]
+
+
+def _rejections_dropped() -> Patch:
+    """A store's write outcome loses the items it refused (they vanish unreported)."""
+    from suli.backends.embedded import EmbeddedBackend
+    from suli.backends.memory import MemoryBackend
+
+    patch: Patch = []
+    for cls in (EmbeddedBackend, MemoryBackend):
+        upsert0 = cls.upsert
+
+        def upsert(self: Any, items: Any, _upsert0: Callable[..., Any] = upsert0) -> Any:
+            return replace(_upsert0(self, items), rejected={})
+
+        patch.append((cls, "upsert", upsert))
+    return patch
 
 
 MUTANTS: dict[str, Callable[[], Patch]] = {
-    "group ignored": _group_ignored,
-    "cross-workspace board": _cross_workspace_board,
-    "personal upload visible to others": _personal_visible,
-    "hidden shown": _hidden_shown,
-    "replacement named when invisible": _replacement_named,
+    "visibility groups ignored": _groups_ignored,
+    "cursor not bound to the caller": _cursor_unbound,
+    "facets over all items": _facets_over_all,
+    "meaning floor disabled": _floor_disabled,
+    "stopword rule inverted": _stopwords_inverted,
+    "superseded naming leaks the id": _superseded_leaks,
+    "total counting invisible items": _total_counts_invisible,
+    "outcome weights reversed": _outcomes_reversed,
+    "rate-limit refill wrong": _refill_wrong,
+    "store rejections dropped": _rejections_dropped,
 }
-
-
-@contextlib.contextmanager
-def planted(patch: Patch) -> Iterator[None]:
-    saved = [(obj, name, getattr(obj, name)) for obj, name, _ in patch]
-    try:
-        for obj, name, value in patch:
-            setattr(obj, name, value)
-        yield
-    finally:
-        for obj, name, value in reversed(saved):
-            setattr(obj, name, value)
-
-
-# ---- worlds (as tests/contract/test_*.py build them) -----------------------------------------
-
-
-@contextlib.contextmanager
-def world(backend: str) -> Iterator[Any]:
-    from contract.helpers import KeyedEmbedder, World
-
-    emb = KeyedEmbedder()
-    if backend == "embedded":
-        from suli.backends.embedded import EmbeddedBackend
-
-        with TemporaryDirectory() as tmp:
-            settings = Settings(
-                backend="embedded", embedded_path=Path(tmp) / "p.db", embedder="fake"
-            )
-            b = EmbeddedBackend(settings.sqlite_path, emb.dimension, model=emb.name)
-            try:
-                yield World(b, emb, settings, b.refresh)
-            finally:
-                b.close()
-        return
-    from opensearchpy import OpenSearch
-
-    from suli.backends.opensearch import OpenSearchBackend
-
-    url = os.environ["SULI_TEST_OPENSEARCH_URL"]
-    name = f"test-{uuid4().hex}"
-    settings = Settings(
-        backend="opensearch",
-        opensearch_url=url,
-        index_alias=name,
-        acl_index=f"{name}-acl",
-        embedder="fake",
-    )
-    ob = OpenSearchBackend(settings, emb.dimension, emb.name)
-    client = OpenSearch(hosts=[url])
-    try:
-        ob.ensure_ready()
-        yield World(ob, emb, settings, ob.refresh)
-    finally:
-        found = client.indices.get(index=f"{name}*", ignore_unavailable=True)
-        if found:
-            client.indices.delete(index=",".join(found), ignore=[404])
-        ob.close()
-        client.close()
-
-
-def count(backend: str) -> tuple[int, int, int | None, str]:
-    """(examples, examples that caught the bug, first catching example, first message)."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from contract import rules_property as rp
-    from hypothesis import given
-
-    n = rp.examples(backend)
-    caught: list[tuple[int, str]] = []
-    ran = [0]
-    with world(backend) as w:
-
-        @rp.property_settings(n)
-        @given(sc=rp.scenarios())
-        def prop(sc: rp.Scenario) -> None:
-            ran[0] += 1
-            rp.load(w, sc)
-            try:
-                rp.check_scenario(lambda p: rp.CoreProbe(w, p), sc)
-            except AssertionError as e:
-                caught.append((ran[0], str(e).splitlines()[0][:160] if str(e) else "assert"))
-            except rp.NotFound as e:
-                caught.append((ran[0], f"NotFound: {e}"))
-
-        prop()
-    first = caught[0] if caught else (None, "")
-    return ran[0], len(caught), first[0], first[1]
 
 
 def pytest_configure(config: Any) -> None:
@@ -228,50 +221,48 @@ def pytest_configure(config: Any) -> None:
             setattr(obj, attr, value)
 
 
-def run_pytest(backend: str, mutant: str) -> str:
-    """The real CI test, in a child process with the mutant planted by this module's hook."""
-    module = {"embedded": "test_embedded.py", "opensearch": "test_opensearch.py"}[backend]
-    cmd = [sys.executable, "-m", "pytest", f"tests/contract/{module}", "-q", "-x", "-k"]
-    cmd += ["any_path", "-p", "no:cacheprovider", "-p", "bench.property_mutants"]
-    done = subprocess.run(
-        cmd, cwd=REPO, env={**os.environ, "SULI_MUTANT": mutant}, capture_output=True, text=True
-    )
+# ---- running ---------------------------------------------------------------------------------
+
+
+def run(mutant: str | None, args: Sequence[str]) -> tuple[int, str, float]:
+    """(pytest exit code, the first failing test or pytest's last line, seconds)."""
+    cmd = [sys.executable, "-m", "pytest", *args, "-x", "-q", "-p", "no:cacheprovider"]
+    cmd += ["-p", "bench.property_mutants"]
+    env = {k: v for k, v in os.environ.items() if k != "SULI_MUTANT"}
+    if mutant:
+        env["SULI_MUTANT"] = mutant
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.MULTILINE)
     lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
-    return f"pytest exit {done.returncode}: " + " | ".join(lines[-1:])
+    return done.returncode, failed[0] if failed else (lines[-1] if lines else ""), took
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--backend", choices=["embedded", "opensearch", "both"], default="both")
-    ap.add_argument("--pytest", action="store_true", help="also run the real test per mutant")
     ap.add_argument("--only", help="one mutant by name")
+    ap.add_argument(
+        "--runs", default="unit,embedded contract", help=f"comma-separated, of: {', '.join(RUNS)}"
+    )
     args = ap.parse_args()
-    backends = ["embedded", "opensearch"] if args.backend == "both" else [args.backend]
-    missed = 0
-    for backend in backends:
-        t0 = time.perf_counter()
-        ran, hits, _, _ = count(backend)
-        print(
-            f"[{backend}] no mutant: {hits} of {ran} examples fail ({time.perf_counter() - t0:.0f}s)"
-        )
-        missed += hits
-        for name, make in MUTANTS.items():
-            if args.only and name != args.only:
-                continue
-            t0 = time.perf_counter()
-            with planted(make()):
-                ran, hits, first, msg = count(backend)
-                line = (
-                    f"[{backend}] {name}: caught in {hits} of {ran} examples"
-                    f" (first at example {first}: {msg})"
-                    if hits
-                    else f"[{backend}] {name}: NOT caught in {ran} examples"
-                )
-                print(f"{line} ({time.perf_counter() - t0:.0f}s)", flush=True)
-                if args.pytest:
-                    print(f"    {run_pytest(backend, name)}", flush=True)
-            missed += 0 if hits else 1
-    return 1 if missed else 0
+    names = [args.only] if args.only else list(MUTANTS)
+    runs = {k: RUNS[k] for k in args.runs.split(",")}
+    bad = 0
+    for label, pytest_args in runs.items():
+        code, last, took = run(None, pytest_args)
+        print(f"[no mutant] {label}: exit {code} ({took:.0f}s) {last}", flush=True)
+        bad += code != 0
+    for name in names:
+        caught = []
+        for label, pytest_args in runs.items():
+            code, first, took = run(name, pytest_args)
+            if code == 1:  # a test failed (2 and up: pytest itself could not run)
+                caught.append(label)
+            print(f"[{name}] {label}: exit {code} ({took:.0f}s) {first}", flush=True)
+        print(f"[{name}] {'caught by ' + ' and '.join(caught) if caught else 'NOT CAUGHT'}")
+        bad += not caught
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from cli.output import emit_json, handle_errors, json_option
 from indexer.pipeline import Summary, index_stream, raw_lines, write_rejects
 from indexer.workers import EmbedPool, default_workers
 from suli.auth import create_token, revoke_token
-from suli.errors import InvalidInput
+from suli.errors import InvalidInput, SuliError
 from suli.validate import lookup_id, parse_acl, parse_principal
 
 
@@ -102,7 +102,7 @@ def index_cmd(
         task = progress.add_task("index", total=total, counts="")
 
         def tick(sm: Summary) -> None:
-            counts = f"embedded {sm.embedded}, reused {sm.reused}"
+            counts = f"embedded {sm.embedded}, reused {sm.reused}, cached {sm.cached}"
             progress.update(task, completed=sm.read, counts=counts)
 
         try:
@@ -112,20 +112,28 @@ def index_cmd(
         finally:
             if pool is not None:
                 pool.close(cancel=True)
-    s.backend.refresh()
+    refresh_error = None
+    if summary.indexed and summary.stopped is None:
+        try:
+            s.backend.refresh()
+        except SuliError as e:  # written, only not yet searchable: said, not a traceback
+            refresh_error = e.message
     if summary.rejected:
         rejects_path = rejects_path or (("stdin" if file == "-" else file) + ".rejects.jsonl")
         write_rejects(rejects_path, summary.rejected)
     body = summary.to_json()
     if rejects_path and summary.rejected:
         body["rejects_file"] = rejects_path
+    if refresh_error:
+        body["refresh_error"] = refresh_error
     if as_json:
         emit_json(body)
     else:
         click.echo(
             f"read {summary.read}, indexed {summary.indexed}, rejected {len(summary.rejected)}, "
-            f"retried {summary.retried}; embedded {summary.embedded}, reused {summary.reused}, "
-            f"brought their own vector {summary.supplied}",
+            f"retried {summary.retried}; embedded {summary.embedded}, reused {summary.reused} "
+            f"(unchanged), cached {summary.cached} (from the vector cache), brought their own "
+            f"vector {summary.supplied}",
             err=True,
         )
         if summary.stopped:
@@ -138,7 +146,9 @@ def index_cmd(
             click.echo(f"  line {r.line}: {r.reason}", err=True)
         if summary.rejected:
             click.echo(f"  rejects written to {rejects_path}", err=True)
-    if not summary.ok:
+        if refresh_error:
+            click.echo(f"written, but not yet searchable: {refresh_error}", err=True)
+    if not summary.ok or refresh_error:
         sys.exit(1)
 
 

@@ -1,4 +1,4 @@
-"""`suli cluster`: provision and run a local OpenSearch 2.19.1 + k-NN from Maven Central."""
+"""`suli cluster`: provision and run a local OpenSearch (2.19.1 or 3.5.0) + k-NN from Maven Central."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import click
 
 import devcluster
 from devcluster import jdk as jdks
+from devcluster import lines
 from devcluster import plugins as extra_plugins
 
 
@@ -60,9 +61,11 @@ class _Failure(click.ClickException):
 def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     """Run a local OpenSearch (one JVM per node, jars from Maven Central, cached).
 
-    Needs Java 17 or newer and Maven; nodes run on the newest JDK installed (>= 21 gives
-    Lucene's SIMD vector code) unless --java, SULI_JAVA_HOME or JAVA_HOME names one. Artifacts are cached in ~/.cache/suli/opensearch-2.19.1
-    (env SULI_CLUSTER_CACHE). The node has no security plugin: for local use only.
+    Two lines: 2.19.1 (default; Java 17 or newer) and 3.5.0 (`up --version 3.5.0`; Java 21 or
+    newer). Needs Maven; nodes run on the newest JDK installed (>= 21 gives Lucene's SIMD
+    vector code) unless --java, SULI_JAVA_HOME or JAVA_HOME names one. Artifacts are cached
+    in ~/.cache/suli/opensearch-<version> (env SULI_CLUSTER_CACHE). The node has no security
+    plugin: for local use only.
     """
     _progress_to_stderr()
     ctx.obj = state_dir
@@ -98,11 +101,21 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     "else the newest JDK installed].",
 )
 @click.option(
+    "--version",
+    "version",
+    type=click.Choice(list(lines.LINES)),
+    envvar=lines.VERSION_ENV,
+    default=lines.DEFAULT_VERSION,
+    show_default=True,
+    help="OpenSearch line to run [env SULI_CLUSTER_VERSION]; 3.x needs Java >= 21.",
+)
+@click.option(
     "--plugin",
     "plugins",
     multiple=True,
     type=click.Choice(sorted(extra_plugins.KNOWN)),
-    help="Extra plugin to load beside k-NN (repeatable; fetched from Maven Central once).",
+    help="Extra plugin to load beside k-NN (repeatable; fetched from Maven Central once; "
+    "neural-search exists for 2.19.1 only).",
 )
 @click.pass_obj
 def up(
@@ -113,6 +126,7 @@ def up(
     heap: str | None,
     timeout: float,
     java: str | None,
+    version: str,
     plugins: tuple[str, ...],
 ) -> None:
     """Provision (first time only), start the nodes and wait until they are ready.
@@ -130,6 +144,7 @@ def up(
             state=state_dir,
             java=java,
             plugins=plugins,
+            version=version,
         )
     except devcluster.ClusterError as err:
         raise _Failure(str(err)) from err
@@ -141,6 +156,14 @@ def up(
     click.echo(f"export SULI_OPENSEARCH_URL={','.join(started.urls)}")
 
 
+def _version(report: dict[str, Any]) -> str:
+    """What a node reports; the saved spec's version when no node answers (or they differ)."""
+    live, asked = report["version"], report.get("cluster_version")
+    if live is None:
+        return f"{asked} (not running)" if asked else "-"
+    return live if asked in (None, live) else f"{live} (spec says {asked})"
+
+
 def _human_status(report: dict[str, Any]) -> str:
     health = report["health"] or {}
     lines = [
@@ -148,7 +171,7 @@ def _human_status(report: dict[str, Any]) -> str:
         f"cluster:   {health.get('cluster_name', '-')}  "
         f"health {health.get('status', 'unreachable')}  "
         f"nodes {health.get('number_of_nodes', 0)}  "
-        f"OpenSearch {report['version'] or '-'}",
+        f"OpenSearch {_version(report)}",
     ]
     for node in report["nodes"]:
         state = f"running pid {node['pid']}" if node["running"] else "stopped"

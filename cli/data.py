@@ -10,8 +10,9 @@ import click
 
 from cli.context import searcher, store_name
 from cli.output import emit_json, handle_errors
+from suli.files import open_private
 from suli.render import item_input_json
-from suli.validate import item_json_schema
+from suli.validate import item_json_schema, lookup_id
 
 
 @click.group()
@@ -27,18 +28,32 @@ def schema_item() -> None:
 
 @click.command("export")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@click.option(
+    "--workspace",
+    "-w",
+    "workspaces",
+    multiple=True,
+    help="Export only this workspace (repeat for several; default: every workspace).",
+)
 @click.pass_context
 @handle_errors
-def export(ctx: click.Context, file: str) -> None:
+def export(ctx: click.Context, file: str, workspaces: tuple[str, ...]) -> None:
     """Write every item as JSON lines to FILE (default stdout); `suli index FILE` takes it back.
 
-    All items, whatever their visibility: an admin tool, like `suli index`.
+    All items, whatever their visibility (personal uploads and hidden items too): an admin
+    tool, like `suli index`. FILE is created readable by its owner only (mode 0600).
     """
+    for w in workspaces:
+        lookup_id(w, "workspace")
+    wanted = set(workspaces)
     s = searcher(ctx)
     n = 0
-    target = nullcontext(sys.stdout) if file == "-" else open(file, "w", encoding="utf-8")  # noqa: SIM115
+    target = nullcontext(sys.stdout) if file == "-" else open_private(file)
     with target as out:
         for item in s.backend.all_items():
+            if wanted and item.workspace not in wanted:
+                continue
             out.write(json.dumps(item_input_json(item), ensure_ascii=False) + "\n")
             n += 1
-    click.echo(f"exported {n} items from {store_name(ctx)}", err=True)
+    where = f"workspace {', '.join(sorted(wanted))} of " if wanted else ""
+    click.echo(f"exported {n} items from {where}{store_name(ctx)}", err=True)

@@ -22,7 +22,7 @@ import mappings
 from cli.context import settings as get_settings
 from cli.output import emit_json, handle_errors, json_option
 from suli.backends.opensearch import OpenSearchBackend
-from suli.errors import InvalidInput
+from suli.errors import InvalidInput, NotFound
 from suli.settings import Settings
 
 
@@ -139,34 +139,64 @@ def reindex(
     embedder = open_embedder(settings)
     backend = _opensearch(ctx, embedder.dimension, embedder.name)
     bar = _Bar(enabled=not dry_run)
-    engine = Reindexer(backend, embedder, rejects_dir(settings), on_progress=bar)
-    if rollback:
-        rplan = engine.plan_rollback()
+    # The shared alias, then with SULI_ISOLATE_WORKSPACES each workspace's, one after another.
+    targets = [backend, *(backend.workspace_views() if backend.isolated else [])]
+    runs: list[tuple[dict[str, Any], Any]] = []
+    for target in targets:
+        engine = Reindexer(target, embedder, rejects_dir(settings), on_progress=bar)
+        if rollback:
+            try:
+                rplan = engine.plan_rollback()
+            except NotFound:
+                if len(targets) > 1:
+                    continue  # only some aliases were reindexed: roll back those
+                raise
+            if dry_run:
+                runs.append(({"dry_run": True, "rollback": rplan.to_json()}, _rollback_lines))
+                continue
+            with bar.progress:
+                report = engine.rollback(rplan, force=force)
+            runs.append(({"rollback": rplan.to_json(), "report": report.to_json()}, _report_lines))
+            continue
+        try:
+            plan = engine.plan(
+                shards=shards,
+                replicas=replicas,
+                re_embed=re_embed,
+                method=method,
+                resume=resume,
+                merge=merge,
+            )
+        except InvalidInput as e:
+            if resume and len(targets) > 1 and "no interrupted" in e.message:
+                continue  # resume the aliases that were interrupted
+            raise
         if dry_run:
-            _show({"dry_run": True, "rollback": rplan.to_json()}, as_json, _rollback_lines)
-            return
+            runs.append(({"dry_run": True, "plan": plan.to_json()}, _plan_lines))
+            continue
+        if not as_json:
+            for line in _plan_lines({"plan": plan.to_json()}):
+                click.echo(line, err=True)
         with bar.progress:
-            report = engine.rollback(rplan, force=force)
-        _show({"rollback": rplan.to_json(), "report": report.to_json()}, as_json, _report_lines)
+            report = engine.run(plan)
+        runs.append(({"plan": plan.to_json(), "report": report.to_json()}, _report_lines))
+    if not rollback and not dry_run:
+        backend.build_visibility()  # principals of before visibility documents get theirs
+    if not runs:  # every alias skipped: none had a previous or an interrupted index
+        raise (
+            InvalidInput("resume: no interrupted reindex", "resume")
+            if resume
+            else NotFound("no alias records a previous index: nothing to roll back to")
+        )
+    if len(targets) == 1:
+        body, lines = runs[0]
+        _show(body, as_json, lines)
         return
-    plan = engine.plan(
-        shards=shards,
-        replicas=replicas,
-        re_embed=re_embed,
-        method=method,
-        resume=resume,
-        merge=merge,
-    )
-    if dry_run:
-        _show({"dry_run": True, "plan": plan.to_json()}, as_json, _plan_lines)
+    if as_json:
+        emit_json({"aliases": [body for body, _ in runs]})
         return
-    if not as_json:
-        for line in _plan_lines({"plan": plan.to_json()}):
-            click.echo(line, err=True)
-    with bar.progress:
-        report = engine.run(plan)
-    backend.build_visibility()  # principals of before visibility documents get theirs
-    _show({"plan": plan.to_json(), "report": report.to_json()}, as_json, _report_lines)
+    for body, lines in runs:
+        _show(body, False, lines)
 
 
 def _show(body: dict[str, Any], as_json: bool, lines: Any) -> None:
@@ -336,6 +366,9 @@ def _status_lines(b: dict[str, Any]) -> None:
     others = [x["name"] for x in b["indices"] if not x["live"]]
     if others:
         click.echo(f"  older indices: {', '.join(others)} (`suli indices`)")
+    if ws := b.get("workspaces"):
+        items = sum(w["docs"] for w in ws)
+        click.echo(f"workspace indices: {len(ws)} ({items} items; `suli status --json` lists them)")
     r = b["rejects"]
     click.echo(f"pending rejects: {r['total']} line(s)")
     for f in r["files"]:

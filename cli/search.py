@@ -109,7 +109,7 @@ def show(
     else:
         s = searcher(ctx)
         item, res = s.get(s.principal(need_principal(principal_id, url)), item_id)
-        body = item_json(item, res.superseded_by)
+        body = item_json(item, res)
     if as_json:
         emit_json({**body, "derived": list(DERIVED_FIELDS)})
         return

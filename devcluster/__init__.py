@@ -1,7 +1,10 @@
-"""Provision and run a local OpenSearch 2.19.1 + k-NN from Maven Central, one JVM per node.
+"""Provision and run a local OpenSearch + k-NN from Maven Central, one JVM per node.
+
+Two lines: 2.19.1 (default, Java 17+) and 3.5.0 (Java 21+); see devcluster.lines.
 
 layout = provision()            # ~/.cache/suli/opensearch-2.19.1 (SULI_CLUSTER_CACHE)
 cluster = up(nodes=3)           # state in ~/.cache/suli/cluster (SULI_CLUSTER_DIR)
+cluster = up(version="3.5.0", http_port=9230, state="/tmp/os3")   # or SULI_CLUSTER_VERSION
 cluster.kill(1); cluster.start(1); cluster.wait_green()
 down()
 """
@@ -21,18 +24,22 @@ from devcluster.cluster import (
 )
 from devcluster.errors import ClusterError, PortInUseError, ProvisionError, StartupError
 from devcluster.http import free_port_pair
+from devcluster.lines import DEFAULT_VERSION, LINES, Line
 from devcluster.paths import KNN_VERSION, OPENSEARCH_VERSION, cache_dir, state_dir
 from devcluster.provision import Layout, provision
 from devcluster.spec import ClusterSpec
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "DEFAULT_VERSION",
     "KNN_VERSION",
+    "LINES",
     "OPENSEARCH_VERSION",
     "Cluster",
     "ClusterError",
     "ClusterSpec",
     "Layout",
+    "Line",
     "PortInUseError",
     "ProvisionError",
     "StartupError",

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devcluster import lines, process
 from devcluster import plugins as extra_plugins
-from devcluster import process
 from devcluster.errors import ClusterError, PortInUseError, ProvisionError, StartupError
 from devcluster.http import describe_listener, get_json, port_free
 from devcluster.jdk import Jdk, choose, read_jdk
@@ -85,7 +85,8 @@ class Cluster:
             saved = read_jdk(Path((self.root / JDK_FILE).read_text().strip()))
         except OSError:
             saved = None
-        return saved or choose()
+        line = self.spec.line
+        return saved or choose(minimum=line.java_min, needed_by=f"OpenSearch {line.version}")
 
     def running(self) -> list[int]:
         """Indices of the nodes whose JVM is running."""
@@ -103,14 +104,15 @@ class Cluster:
             return pid
         for port in (self.spec.http_ports[i], self.spec.transport_ports[i]):
             _require_free(port)
-        layout = layout or provision()
+        layout = layout or provision(version=self.spec.version, jdk=self.jdk())
         home = self.home(i)
         for sub in ("config", "data", "logs", "tmp"):
             (home / sub).mkdir(parents=True, exist_ok=True)
         (home / "config" / "opensearch.yml").write_text(opensearch_yml(self.spec, i, extra))
         (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         plugin_dirs = [
-            extra_plugins.fetch(name, layout.root, layout.lib, layout.knn)  # cached after once
+            # cached after the first fetch
+            extra_plugins.fetch(name, layout.root, layout.lib, layout.knn, line=self.spec.line)
             for name in self.spec.plugins
         ]
         cmd = java_command(self.spec, home, layout.classpath, self.jdk(), plugin_dirs)
@@ -223,8 +225,12 @@ def up(
     cache: str | Path | None = None,
     java: str | None = None,
     plugins: Sequence[str] = (),
+    version: str | None = None,
 ) -> Cluster:
     """Provision if needed, start the nodes and wait until the cluster is ready.
+
+    `version` is the OpenSearch line (devcluster.lines: "2.19.1", the default, or "3.5.0"),
+    else $SULI_CLUSTER_VERSION; it is saved in the spec, and each line has its own cache.
 
     `plugins` names extra plugins to load beside k-NN (devcluster.plugins.KNOWN, e.g.
     "neural-search"): fetched from Maven Central into the artifact cache once, and saved in
@@ -232,14 +238,16 @@ def up(
 
     The nodes run on `java` (a JDK home or its bin/java), else $SULI_JAVA_HOME, else
     $JAVA_HOME, else the newest JDK installed (see devcluster.jdk): >= 21 turns on Lucene's
-    SIMD vector code, 17 runs without it and says so.
+    SIMD vector code, 17 runs 2.19 without it and says so; 3.x needs >= 21 and refuses less.
 
     Transport ports default to http_port + 100. Starting the same cluster again is a no-op;
     a different shape or plugin set in the same state dir must be brought down first. Data is
-    kept between runs of the same shape and wiped when the shape (nodes, ports, heap) changes;
-    a changed plugin set alone keeps it.
+    kept between runs of the same shape and wiped when the shape (nodes, ports, heap, version)
+    changes; a changed plugin set alone keeps it.
     """
+    line = lines.get(version)
     spec = ClusterSpec(
+        version=line.version,
         nodes=nodes,
         http_port=http_port,
         transport_port=transport_port if transport_port is not None else http_port + 100,
@@ -247,16 +255,18 @@ def up(
         plugins=tuple(plugins),
     )
     root = state_dir(state)
-    jdk = choose(java)
+    jdk = choose(java, minimum=line.java_min, needed_by=f"OpenSearch {line.version}")
     # First, before any port check or download: an operator on Java 17 must see it.
     (log.info if jdk.simd else log.warning)("%s", jdk.describe())
     existing = load(root)
     if existing and existing.running():
         if existing.spec != spec:
-            plugs = ", ".join(existing.spec.plugins) or "no extra plugin"
+            old = existing.spec
+            plugs = ", ".join(old.plugins) or "no extra plugin"
             raise ClusterError(
-                f"{root} already runs a different cluster ({existing.spec.nodes} node(s) from "
-                f"port {existing.spec.http_port}, {plugs}); run `suli cluster down` first"
+                f"{root} already runs a different cluster (OpenSearch {old.version}, "
+                f"{old.nodes} node(s) from port {old.http_port}, {plugs}); run "
+                "`suli cluster down` first"
             )
         log.info("already running: %s", ", ".join(existing.urls))
         if existing.jdk().home != jdk.home:
@@ -273,7 +283,7 @@ def up(
         _wipe(root)
     for port in spec.http_ports + spec.transport_ports:
         _require_free(port)
-    layout = provision(cache)
+    layout = provision(cache, line.version, jdk)
     root.mkdir(parents=True, exist_ok=True)
     (root / SPEC_FILE).write_text(spec.to_json())
     (root / JDK_FILE).write_text(f"{jdk.home}\n")
@@ -288,9 +298,9 @@ def up(
         cluster.down()
         raise
     log.info(
-        "cluster %s is %s with %s node(s) after %.1f s on Java %s",
-        health.get("cluster_name"), health.get("status"), health.get("number_of_nodes"),
-        time.monotonic() - started, jdk.version,
+        "cluster %s (OpenSearch %s) is %s with %s node(s) after %.1f s on Java %s",
+        health.get("cluster_name"), line.version, health.get("status"),
+        health.get("number_of_nodes"), time.monotonic() - started, jdk.version,
     )  # fmt: skip
     return cluster
 
@@ -325,7 +335,10 @@ def start_node(i: int, state: str | Path | None = None, wait: bool = True) -> No
 
 
 def status(state: str | Path | None = None) -> dict[str, Any]:
-    """Nodes, pids, health, version and plugins of the cluster in the state dir."""
+    """Nodes, pids, health, version and plugins of the cluster in the state dir.
+
+    `cluster_version` is the version saved in the spec (what `up` was asked for), `version`
+    the one a running node reports."""
     root = state_dir(state)
     cluster = load(root)
     report: dict[str, Any] = {
@@ -335,11 +348,13 @@ def status(state: str | Path | None = None) -> dict[str, Any]:
         "nodes": [],
         "health": None,
         "version": None,
+        "cluster_version": None,
         "plugins": [],
         "java": None,
     }
     if cluster is None:
         return report
+    report["cluster_version"] = cluster.spec.version
     with contextlib.suppress(ProvisionError):  # no JDK at all: status still reports the rest
         jdk = cluster.jdk()
         report["java"] = {"home": str(jdk.home), "version": jdk.version, "simd": jdk.simd}

@@ -2,11 +2,13 @@
 
 Lucene 9.12 (OpenSearch 2.19) vectorises HNSW distance maths with the `jdk.incubator.vector`
 module on Java 21 and later; on Java 17 it falls back to scalar loops. The official 2.19
-distribution bundles JDK 21 for that reason, so the dev cluster follows it.
+distribution bundles JDK 21 for that reason, so the dev cluster follows it. OpenSearch 3.x
+runs on nothing older than 21 (its line's `java_min`, passed to `choose` as `minimum`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devcluster.errors import ProvisionError
+
+log = logging.getLogger("devcluster")
 
 SIMD_MIN = 21  # first Java whose vector incubator API Lucene 9.12 uses
 JVM_DIRS = (Path("/usr/lib/jvm"), Path("/usr/java"), Path("/opt/java"))
@@ -132,19 +136,55 @@ def override_home(path: str) -> Path:
     return _home_of(str(given)) if given.is_file() else given
 
 
-def choose(java: str | None = None, jvm_dirs: Iterable[Path] = JVM_DIRS) -> Jdk:
-    """`java` (--java), else $SULI_JAVA_HOME, else $JAVA_HOME, else the newest installed JDK."""
+def _fitting(found: list[Jdk], minimum: int) -> str:
+    fit = [j for j in found if j.feature >= minimum]
+    return f" (installed and new enough: {fit[0].home})" if fit else ""
+
+
+def choose(
+    java: str | None = None,
+    jvm_dirs: Iterable[Path] = JVM_DIRS,
+    minimum: int = 0,
+    needed_by: str = "this OpenSearch",
+) -> Jdk:
+    """`java` (--java), else $SULI_JAVA_HOME, else $JAVA_HOME, else the newest installed JDK.
+
+    `minimum` is the oldest Java the OpenSearch line runs on. --java and SULI_JAVA_HOME are
+    choices made for the cluster: one older than that is refused, naming a JDK that fits.
+    JAVA_HOME is the machine's default for everything, so one too old is passed over (with
+    a warning) for the newest installed JDK that fits.
+    """
     for source, value in (
         ("--java", java),
         ("SULI_JAVA_HOME", os.environ.get("SULI_JAVA_HOME")),
         ("JAVA_HOME", os.environ.get("JAVA_HOME")),
     ):
-        if value:
-            jdk = read_jdk(override_home(value))
-            if jdk is None:
-                raise ProvisionError(f"{source}={value} is not a JDK (no bin/java there)")
+        if not value:
+            continue
+        jdk = read_jdk(override_home(value))
+        if jdk is None:
+            raise ProvisionError(f"{source}={value} is not a JDK (no bin/java there)")
+        if jdk.feature >= minimum:
             return jdk
+        if source != "JAVA_HOME":
+            raise ProvisionError(
+                f"{needed_by} needs Java >= {minimum}, but {source}={value} is Java "
+                f"{jdk.version}; name a JDK {minimum} or newer"
+                f"{_fitting(installed(jvm_dirs), minimum)}"
+            )
+        log.warning(
+            "JAVA_HOME=%s is Java %s, too old for %s (needs >= %s): looking for a newer JDK",
+            value, jdk.version, needed_by, minimum,
+        )  # fmt: skip
     found = installed(jvm_dirs)
     if not found:
-        raise ProvisionError("no JDK found: install a JDK 21 or newer (or set JAVA_HOME)")
+        want = max(minimum, SIMD_MIN)
+        raise ProvisionError(f"no JDK found: install a JDK {want} or newer (or set JAVA_HOME)")
+    if found[0].feature < minimum:
+        have = ", ".join(f"Java {j.version} at {j.home}" for j in found)
+        raise ProvisionError(
+            f"{needed_by} needs Java >= {minimum}, and the only JDKs found are: {have}; "
+            f"install a JDK {minimum} or newer (Temurin 25 is what OpenSearch 3.5 bundles) "
+            "or pass --java"
+        )
     return found[0]

@@ -5,19 +5,29 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-OPENSEARCH_VERSION = "2.19.1"
-KNN_VERSION = "2.19.1.0"
+from devcluster.lines import DEFAULT_VERSION, LINES
+
+OPENSEARCH_VERSION = DEFAULT_VERSION
+KNN_VERSION = LINES[DEFAULT_VERSION].knn
 
 
 def _cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "suli"
 
 
-def cache_dir(override: str | Path | None = None) -> Path:
-    """Artifact cache: argument, else $SULI_CLUSTER_CACHE, else ~/.cache/suli/opensearch-<v>."""
+def cache_dir(override: str | Path | None = None, version: str = DEFAULT_VERSION) -> Path:
+    """Artifact cache of one OpenSearch line: argument, else $SULI_CLUSTER_CACHE, else
+    ~/.cache/suli/opensearch-<version>.
+
+    An explicit cache names the default line's folder (as it did before there were two
+    lines); another line gets a sibling with its version appended, so the two never
+    overwrite each other's jars.
+    """
     chosen = override or os.environ.get("SULI_CLUSTER_CACHE")
-    path = Path(chosen) if chosen else _cache_home() / f"opensearch-{OPENSEARCH_VERSION}"
-    return path.expanduser().absolute()
+    if not chosen:
+        return (_cache_home() / f"opensearch-{version}").absolute()
+    path = Path(chosen).expanduser().absolute()
+    return path if version == DEFAULT_VERSION else path.with_name(f"{path.name}-{version}")
 
 
 def state_dir(override: str | Path | None = None) -> Path:

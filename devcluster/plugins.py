@@ -15,18 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devcluster.errors import ProvisionError
-from devcluster.paths import KNN_VERSION
+from devcluster.lines import DEFAULT_VERSION, LINES, Line
 from devcluster.provision import drop_duplicates
 
-# OsNode.DEFAULT_PLUGINS, which -Dosnode.plugins replaces: kept equal by a unit test.
-BASE_PLUGIN_CLASSES = (
-    "org.opensearch.transport.Netty4Plugin",
-    "org.opensearch.painless.PainlessPlugin",
-    "org.opensearch.analysis.common.CommonAnalysisPlugin",
-    "org.opensearch.index.mapper.MapperExtrasPlugin",
-    "org.opensearch.index.reindex.ReindexPlugin",
-    "org.opensearch.knn.plugin.KNNPlugin",
-)
+_DEFAULT_LINE = LINES[DEFAULT_VERSION]
+# The default launcher's DEFAULT_PLUGINS (each line's are in devcluster.lines; a unit test
+# keeps them equal to the Java sources, since -Dosnode.plugins replaces that list).
+BASE_PLUGIN_CLASSES = _DEFAULT_LINE.plugin_classes
 MARKER = "fetched.json"
 
 
@@ -35,34 +30,44 @@ class ExtraPlugin:
     """A plugin zip on Maven Central and the Plugin classes it brings."""
 
     name: str
-    artifact: str  # group:artifact:version:zip
+    coordinates: str  # group:artifact
     classes: tuple[str, ...]
 
+    def artifact(self, line: Line = _DEFAULT_LINE) -> str:
+        """group:artifact:version:zip for a line: plugins are released in lockstep with
+        OpenSearch, so the k-NN version is theirs too."""
+        return f"{self.coordinates}:{line.knn}:zip"
 
-# Plugins are released in lockstep with OpenSearch: the k-NN version is theirs too.
+
 KNOWN: dict[str, ExtraPlugin] = {
     p.name: p
     for p in (
         ExtraPlugin(
             "neural-search",
-            f"org.opensearch.plugin:neural-search:{KNN_VERSION}:zip",
+            "org.opensearch.plugin:neural-search",
             ("org.opensearch.neuralsearch.plugin.NeuralSearch",),
         ),
     )
 }
 
 
-def check(names: tuple[str, ...]) -> None:
-    """ValueError naming the first plugin this helper cannot load."""
+def check(names: tuple[str, ...], line: Line = _DEFAULT_LINE) -> None:
+    """ValueError naming the first plugin this helper cannot load on the line."""
     for name in names:
         if name not in KNOWN:
             raise ValueError(f"unknown plugin {name!r}; known: {', '.join(sorted(KNOWN))}")
+        if name not in line.extra_plugins:
+            served = [v for v, other in LINES.items() if name in other.extra_plugins]
+            raise ValueError(
+                f"plugin {name!r} is not available for OpenSearch {line.version}: Maven "
+                f"Central serves its zip for {', '.join(served)} only"
+            )
 
 
-def plugin_classes(names: tuple[str, ...]) -> str:
+def plugin_classes(names: tuple[str, ...], line: Line = _DEFAULT_LINE) -> str:
     """The -Dosnode.plugins value: the launcher's defaults, then each extra plugin's classes."""
     extra = [cls for name in names for cls in KNOWN[name].classes]
-    return ",".join((*BASE_PLUGIN_CLASSES, *extra))
+    return ",".join((*line.plugin_classes, *extra))
 
 
 def jar_dir(cache_root: Path, name: str) -> Path:
@@ -70,16 +75,16 @@ def jar_dir(cache_root: Path, name: str) -> Path:
     return cache_root / "plugins" / name
 
 
-def fetch(name: str, cache_root: Path, *have: Path) -> Path:
+def fetch(name: str, cache_root: Path, *have: Path, line: Line = _DEFAULT_LINE) -> Path:
     """The plugin's jars, downloaded with mvn and unzipped on first use; cached after that.
 
     Jars whose artifact one of the `have` folders already holds are dropped: a flat
     classpath needs one copy, and the server's (first on the classpath) would win anyway.
     """
-    plugin = KNOWN[name]
+    artifact = KNOWN[name].artifact(line)
     jars = jar_dir(cache_root, name)
     try:
-        if json.loads((jars / MARKER).read_text()).get("artifact") == plugin.artifact:
+        if json.loads((jars / MARKER).read_text()).get("artifact") == artifact:
             return jars
     except (OSError, ValueError):
         pass
@@ -92,13 +97,13 @@ def fetch(name: str, cache_root: Path, *have: Path) -> Path:
     try:
         download = staging / "download"
         proc = subprocess.run(
-            [mvn, "-B", "-q", "dependency:copy", f"-Dartifact={plugin.artifact}",
+            [mvn, "-B", "-q", "dependency:copy", f"-Dartifact={artifact}",
              f"-DoutputDirectory={download}"],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
-            raise ProvisionError(f"mvn could not fetch {plugin.artifact}:\n{tail}")
+            raise ProvisionError(f"mvn could not fetch {artifact}:\n{tail}")
         unpacked = staging / "jars"
         unpacked.mkdir()
         with zipfile.ZipFile(next(download.glob("*.zip"))) as archive:
@@ -107,7 +112,7 @@ def fetch(name: str, cache_root: Path, *have: Path) -> Path:
                     (unpacked / Path(member).name).write_bytes(archive.read(member))
         dropped = drop_duplicates(unpacked, *have)
         (unpacked / MARKER).write_text(
-            json.dumps({"artifact": plugin.artifact, "dropped_duplicates": dropped}) + "\n"
+            json.dumps({"artifact": artifact, "dropped_duplicates": dropped}) + "\n"
         )
         shutil.rmtree(jars, ignore_errors=True)
         unpacked.rename(jars)

@@ -9,6 +9,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from devcluster.lines import MAIN_CLASSES
+
+_MAIN_ARGS = {name.encode() for name in MAIN_CLASSES}
+
 # Children started by this Python process: polling them reaps them, so a killed node does
 # not linger as a zombie that still answers kill(pid, 0) while a test session runs on.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -59,7 +63,8 @@ def alive(pid: int) -> bool:
 
 
 def is_node(pid: int, home: Path) -> bool:
-    """True when pid is alive and is the OsNode JVM of this node home (not a reused pid)."""
+    """True when pid is alive and is the OsNode (or OsNode3) JVM of this node home (not a
+    reused pid)."""
     if not alive(pid):
         return False
     if pid in _children:  # a running child of ours (alive() dropped it if it exited): the
@@ -68,7 +73,7 @@ def is_node(pid: int, home: Path) -> bool:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return True  # no /proc (not Linux): trust the pid file
-    return b"OsNode" in argv and str(home).encode() in argv
+    return bool(_MAIN_ARGS.intersection(argv)) and str(home).encode() in argv
 
 
 def find_nodes(under: Path) -> list[int]:
@@ -80,8 +85,9 @@ def find_nodes(under: Path) -> list[int]:
             argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if "OsNode" in argv:
-            home = argv[argv.index("OsNode") + 1 :][:1]
+        main = next((arg for arg in argv if arg in MAIN_CLASSES), None)
+        if main is not None:
+            home = argv[argv.index(main) + 1 :][:1]
             if home and home[0].startswith(prefix) and alive(int(proc.name)):
                 found.append(int(proc.name))
     return found

@@ -1,4 +1,7 @@
-"""Resolve OpenSearch + k-NN from Maven Central into the cache and compile the launcher, once."""
+"""Resolve OpenSearch + k-NN from Maven Central into the cache and compile the launcher, once.
+
+Each OpenSearch line (devcluster.lines) has its own pom, launcher source and cache folder.
+"""
 
 from __future__ import annotations
 
@@ -17,15 +20,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from devcluster import jdk
+from devcluster import jdk as jdks
+from devcluster import lines
 from devcluster.errors import ProvisionError
-from devcluster.paths import KNN_VERSION, OPENSEARCH_VERSION, cache_dir
+from devcluster.paths import cache_dir
 
 log = logging.getLogger("devcluster")
 
 MARKER = "provisioned.json"
-_SOURCES = ("pom.xml", "OsNode.java")
-LAUNCHER_RELEASE = "17"  # the oldest Java OpenSearch 2.19 runs on
 # "guava-32.1.3-jre.jar" -> "guava": one copy of each artifact on the flat classpath.
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 
@@ -68,10 +70,14 @@ def java_tool(name: str) -> str:
     return found
 
 
-def _fingerprint() -> str:
-    """Hash of the shipped pom and launcher source: a change re-provisions."""
-    digest = hashlib.sha256(f"{OPENSEARCH_VERSION}/{KNN_VERSION}".encode())
-    for name in _SOURCES:
+def _sources(line: lines.Line) -> tuple[str, str]:
+    return (line.pom, line.launcher)
+
+
+def _fingerprint(line: lines.Line) -> str:
+    """Hash of the line's shipped pom and launcher source: a change re-provisions."""
+    digest = hashlib.sha256(f"{line.version}/{line.knn}".encode())
+    for name in _sources(line):
         digest.update(resources.files("devcluster").joinpath(name).read_bytes())
     return digest.hexdigest()
 
@@ -122,22 +128,23 @@ def _size_mb(*dirs: Path) -> float:
     return sum(p.stat().st_size for d in dirs for p in d.rglob("*") if p.is_file()) / 1e6
 
 
-def _build(staging: Path) -> dict[str, object]:
+def _build(staging: Path, line: lines.Line, jdk: jdks.Jdk) -> dict[str, object]:
     """Fill staging/{lib,knn,launcher} from Maven and javac; return facts for the marker."""
     mvn = shutil.which("mvn")
     if not mvn:
         raise ProvisionError("`mvn` not found: install Maven 3 (it fetches OpenSearch jars)")
-    javac = jdk.choose().javac or java_tool("javac")
+    javac = jdk.javac or java_tool("javac")
     # Maven writes unpack markers under <pom dir>/target: keep them in the staging area,
     # never next to the installed package, or a later unpack would be skipped.
     build = staging / "build"
     build.mkdir(parents=True)
-    for name in _SOURCES:
-        (build / name).write_bytes(resources.files("devcluster").joinpath(name).read_bytes())
+    pom_path, source = build / "pom.xml", build / line.launcher
+    pom_path.write_bytes(resources.files("devcluster").joinpath(line.pom).read_bytes())
+    source.write_bytes(resources.files("devcluster").joinpath(line.launcher).read_bytes())
     lib, knn, launcher = staging / "lib", staging / "knn", staging / "launcher"
-    pom = str(build / "pom.xml")
+    pom = str(pom_path)
     started = time.monotonic()
-    log.info("resolving OpenSearch %s + k-NN %s from Maven ...", OPENSEARCH_VERSION, KNN_VERSION)
+    log.info("resolving OpenSearch %s + k-NN %s from Maven ...", line.version, line.knn)
     _run(
         [mvn, "-B", "-q", "-f", pom, "dependency:copy-dependencies", f"-DoutputDirectory={lib}",
          "-DincludeScope=runtime", "-DexcludeTypes=zip"],
@@ -154,14 +161,15 @@ def _build(staging: Path) -> dict[str, object]:
         log.info("dropped duplicate k-NN jar %s", name)
     log.info("compiling the launcher ...")
     _run(
-        # --release 17: the class then runs on every JDK a node may be started with (17..25).
-        [javac, "-nowarn", "--release", LAUNCHER_RELEASE, "-d", str(launcher), "-cp", f"{lib}/*",
-         str(build / "OsNode.java")],
-        "javac OsNode.java",
+        # --release <the line's oldest Java> (17 for 2.19, 21 for 3.x, whose jars javac cannot
+        # read for an older target): the class then runs on every JDK the line may start on.
+        [javac, "-nowarn", "--release", str(line.java_min), "-d", str(launcher),
+         "-cp", f"{lib}/*", str(source)],
+        f"javac {line.launcher}",
     )  # fmt: skip
     return {
-        "opensearch": OPENSEARCH_VERSION,
-        "knn": KNN_VERSION,
+        "opensearch": line.version,
+        "knn": line.knn,
         "jars": len(list(lib.glob("*.jar"))) + len(list(knn.glob("*.jar"))),
         "size_mb": round(_size_mb(lib, knn), 1),
         "resolve_seconds": round(resolve_s, 1),
@@ -169,11 +177,17 @@ def _build(staging: Path) -> dict[str, object]:
     }
 
 
-def provision(cache: str | Path | None = None) -> Layout:
-    """Make sure the cache holds OpenSearch, k-NN and the launcher; no work when it already does."""
-    root = cache_dir(cache)
+def provision(
+    cache: str | Path | None = None,
+    version: str = lines.DEFAULT_VERSION,
+    jdk: jdks.Jdk | None = None,
+) -> Layout:
+    """Make sure the cache holds OpenSearch `version`, its k-NN and the launcher; no work when
+    it already does. The launcher is compiled with `jdk`'s javac (else a JDK fitting the line)."""
+    line = lines.get(version)
+    root = cache_dir(cache, line.version)
     layout = Layout(root)
-    fingerprint = _fingerprint()
+    fingerprint = _fingerprint(line)
     if _is_current(layout, fingerprint):
         return layout
     root.mkdir(parents=True, exist_ok=True)
@@ -183,7 +197,9 @@ def provision(cache: str | Path | None = None) -> Layout:
         staging = root / f".staging-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            facts = _build(staging)
+            needed_by = f"OpenSearch {line.version}"
+            javac_jdk = jdk or jdks.choose(minimum=line.java_min, needed_by=needed_by)
+            facts = _build(staging, line, javac_jdk)
             (root / MARKER).unlink(missing_ok=True)
             for part in ("lib", "knn", "launcher"):
                 shutil.rmtree(root / part, ignore_errors=True)

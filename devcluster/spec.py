@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from devcluster import lines
 from devcluster import plugins as extra_plugins
 from devcluster.jdk import Jdk
 
@@ -58,8 +59,10 @@ def default_heap(nodes: int) -> str:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """Node count, first ports, heap and extra plugins; node i uses http_port + i and
-    transport_port + i. `plugins` names extra plugins (devcluster.plugins.KNOWN) beside k-NN."""
+    """Node count, first ports, heap, extra plugins and OpenSearch version; node i uses
+    http_port + i and transport_port + i. `plugins` names extra plugins
+    (devcluster.plugins.KNOWN) beside k-NN; `version` one of devcluster.lines.LINES (a spec
+    saved before there were two lines reads back as 2.19.1, the one it ran)."""
 
     nodes: int = 1
     http_port: int = 9200
@@ -67,12 +70,16 @@ class ClusterSpec:
     heap: str = "1g"
     cluster_name: str = "suli-dev"
     plugins: tuple[str, ...] = ()
+    version: str = lines.DEFAULT_VERSION
 
     def __post_init__(self) -> None:
         # Sorted and unique: the same set is the same spec, whatever order it was asked in
         # (and a list read back from cluster.json becomes a tuple again).
         object.__setattr__(self, "plugins", tuple(sorted(set(self.plugins))))
-        extra_plugins.check(self.plugins)
+        if self.version not in lines.LINES:  # no fallback to a default: the spec says which
+            known = ", ".join(lines.LINES)
+            raise ValueError(f"unknown OpenSearch version {self.version!r}; known: {known}")
+        extra_plugins.check(self.plugins, self.line)
         if self.nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {self.nodes}")
         if not _HEAP.match(self.heap):
@@ -83,6 +90,11 @@ class ClusterSpec:
         http = set(self.http_ports)
         if http & set(self.transport_ports):
             raise ValueError("http and transport port ranges overlap")
+
+    @property
+    def line(self) -> lines.Line:
+        """The OpenSearch line the nodes run."""
+        return lines.LINES[self.version]
 
     @property
     def names(self) -> list[str]:
@@ -105,7 +117,8 @@ class ClusterSpec:
         return [f"http://127.0.0.1:{port}" for port in self.http_ports]
 
     def without_plugins(self) -> ClusterSpec:
-        """The same nodes and ports with no extra plugin: what decides whether data is kept."""
+        """The same nodes, ports and version with no extra plugin: what decides whether data
+        is kept."""
         return replace(self, plugins=())
 
     def to_json(self) -> str:
@@ -145,10 +158,13 @@ def opensearch_yml(spec: ClusterSpec, i: int, extra: Mapping[str, object] | None
     return "\n".join(lines) + "\n"
 
 
-def _jdk_flags(jdk: Jdk) -> list[str]:
-    """Flags that depend on the Java version, as the distribution's launcher picks them."""
-    # JDK 23 removed the COMPAT locale data; OpenSearch 2.x switches to CLDR there too.
-    flags = [f"-Djava.locale.providers=SPI,{'CLDR' if jdk.feature >= 23 else 'COMPAT'}"]
+def _jdk_flags(jdk: Jdk, line: lines.Line) -> list[str]:
+    """Flags that depend on the Java and OpenSearch versions, as the distribution's launcher
+    picks them."""
+    # JDK 23 removed the COMPAT locale data; OpenSearch 2.x switches to CLDR there too, and
+    # 3.x uses CLDR on every Java.
+    cldr = jdk.feature >= 23 or line.major >= 3
+    flags = [f"-Djava.locale.providers=SPI,{'CLDR' if cldr else 'COMPAT'}"]
     if jdk.feature >= 22:  # Lucene's madvise calls: allowed, without a warning per start
         flags.append("--enable-native-access=ALL-UNNAMED")
     return flags + jdk.jvm_flags()
@@ -161,7 +177,7 @@ def java_command(
     jdk: Jdk,
     plugin_dirs: Sequence[Path] = (),
 ) -> list[str]:
-    """The full `java ... OsNode <home>` command line for one node on `jdk`.
+    """The full `java ... OsNode <home>` command line for one node on `jdk` (OsNode3 for 3.x).
 
     With extra plugins in the spec, their jar folders (`plugin_dirs`) go after the server's on
     the classpath and their classes join the launcher's default list in -Dosnode.plugins.
@@ -170,9 +186,10 @@ def java_command(
     if spec.nodes > 1:
         # Three JVMs on a 2-core machine: fewer GC threads means less CPU fighting.
         cmd += ["-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1"]
-    cmd += _SYSTEM_PROPS + _jdk_flags(jdk)
+    cmd += _SYSTEM_PROPS + _jdk_flags(jdk, spec.line)
     if spec.plugins:
-        cmd.append(f"-Dosnode.plugins={extra_plugins.plugin_classes(spec.plugins)}")
+        cmd.append(f"-Dosnode.plugins={extra_plugins.plugin_classes(spec.plugins, spec.line)}")
         classpath = ":".join([classpath, *(f"{d}/*" for d in plugin_dirs)])
-    cmd += [f"-Djava.io.tmpdir={home / 'tmp'}", "-cp", classpath, "OsNode", str(home)]
+    main = spec.line.main_class
+    cmd += [f"-Djava.io.tmpdir={home / 'tmp'}", "-cp", classpath, main, str(home)]
     return cmd

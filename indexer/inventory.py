@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import opensearchpy
 from opensearchpy import OpenSearch
 
+from indexer.isolation import workspace_indices, workspace_notes
 from suli.errors import BackendUnavailable, InvalidInput
 from suli.hnsw import Hnsw, hnsw_drift
 
@@ -217,6 +218,8 @@ def status(
     if building:
         notes.append(f"unfinished reindex into {', '.join(building)}: `suli reindex --resume`")
     pending = count_rejects(rejects)
+    workspaces = workspace_indices(client, alias)  # SULI_ISOLATE_WORKSPACES: one per workspace
+    notes += workspace_notes(workspaces, expected)
     return {
         "cluster": {
             "name": health.get("cluster_name"),
@@ -246,6 +249,7 @@ def status(
         "expected": {"mapping_version": version, "model": model, "dimension": dimension},
         "docs": live.docs if live else 0,
         "indices": [p.to_json() for p in indices],
+        "workspaces": workspaces,
         "rejects": {"files": pending, "total": sum(f["lines"] for f in pending)},
         "notes": notes,
     }

@@ -3,65 +3,47 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, cast
 
+import opensearchpy
+
+from indexer.lines import (
+    MAX_LINE_BYTES,
+    Rejection,
+    Supplied,
+    raw_lines,
+    read_lines,
+    write_rejects,
+)
 from indexer.workers import EmbedPool, Job
-from suli.backends.base import KEEP_GONE, Backend
-from suli.embedding import Embedder, FloatArray, embed_hash
-from suli.errors import IndexingError, InvalidInput
+from suli.backends.base import KEEP_GONE, Backend, BulkOutcome
+from suli.embedding import CachedEmbedder, Embedder, FloatArray, VectorCache, embed_hash
+from suli.errors import IndexingError, SuliError
 from suli.models import Item
-from suli.validate import check_structure, parse_item
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Rejection",
+    "Summary",
+    "Supplied",
+    "in_part",
+    "index_items",
+    "index_stream",
+    "raw_lines",
+    "read_lines",
+    "write_rejects",
+]
+
+
+class WriteFailed(IndexingError):
+    """The store did not take a write after the backend's retries: the run stops."""
+
 
 BATCH = 64  # items embedded together (a progress step with a slow model)
 WRITE_BATCH = 500  # items per write once embedded: fewer, larger bulk requests (= BULK_CHUNK)
-# The longest line read: a maximal valid item (a 1M-character body, \u-escaped) fits; a
-# longer one is rejected without being held in memory whole.
-MAX_LINE_BYTES = 8 << 20
-REJECT_TEXT_CHARS = 65_536  # what a rejects file keeps of a line too long to read whole
-BOM = "\ufeff"
-# Containers a line may nest (the item object is level 1): deeper lines are refused as a whole
-# before validation, the same on every Python (json's own limit moved in 3.12). Below it, an
-# over-deep field gets its own reason from validation (16 levels, see suli.validate).
-MAX_LINE_DEPTH = 512
-
-
-@dataclass
-class Rejection:
-    line: int
-    id: str | None
-    reason: str
-    text: str | None = None  # the line as read (invalid UTF-8 replaced); None when not a line
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "id": self.id, "reason": self.reason, "text": self.text}
-
-
-@dataclass(frozen=True)
-class Supplied:
-    """A vector an input line brings (`vector`, made by `vector_model`), not yet checked."""
-
-    vector: Any
-    model: Any
-
-    def check(self, model: str, dimension: int) -> list[float] | str:
-        """The vector, or why it cannot be used (the line is then rejected)."""
-        if self.model != model:
-            return f"vector_model: vectors here come from {model!r}, the line says {self.model!r}"
-        v = self.vector
-        if not isinstance(v, list) or not all(
-            isinstance(x, int | float) and not isinstance(x, bool) for x in v
-        ):
-            return "vector: must be a list of numbers"
-        if len(v) != dimension:
-            return f"vector: expected {dimension} dimensions, got {len(v)}"
-        if not all(math.isfinite(x) for x in v):
-            return "vector: NaN or infinite values"
-        return [float(x) for x in v]
 
 
 @dataclass
@@ -72,8 +54,9 @@ class Summary:
     retried: int = 0
     embedded: int = 0  # items the model embedded
     reused: int = 0  # items whose stored vector was made from the same text: no model call
+    cached: int = 0  # items whose vector came from the vector cache (SULI_VECTOR_CACHE)
     supplied: int = 0  # items that brought their own vector (`vector` + `vector_model`)
-    stopped: str | None = None  # why the run stopped before the end (Ctrl-C, a dead worker)
+    stopped: str | None = None  # why the run stopped early (Ctrl-C, a dead worker, failed writes)
 
     @property
     def ok(self) -> bool:
@@ -92,106 +75,12 @@ class Summary:
             "retried": self.retried,
             "embedded": self.embedded,
             "reused": self.reused,
+            "cached": self.cached,
             "supplied": self.supplied,
             "stopped": self.stopped,
             "unwritten": self.unwritten,
             "rejects": [r.to_json() for r in self.rejected],
         }
-
-
-def raw_lines(stream: IO[bytes] | IO[str]) -> Iterator[tuple[int, bytes | str, bool]]:
-    """(line number, line, too long) for every line; a line over MAX_LINE_BYTES is cut there
-    and the rest of it skipped in bounded reads, so memory stays bounded."""
-    n = 0
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        n += 1
-        nl = b"\n" if isinstance(raw, bytes) else "\n"
-        too_long = len(raw) > MAX_LINE_BYTES and not raw.endswith(nl)  # type: ignore[arg-type]
-        if too_long:
-            rest = raw
-            while rest and not rest.endswith(nl):  # type: ignore[arg-type]
-                rest = stream.readline(MAX_LINE_BYTES)
-        yield n, raw, too_long
-
-
-def _decode(n: int, raw: bytes | str) -> str | Rejection:
-    """A line as text, or a Rejection naming the first byte that is not UTF-8."""
-    if isinstance(raw, str):
-        return raw
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        text = raw.decode("utf-8", "replace").rstrip("\r\n")
-        return Rejection(n, None, f"invalid UTF-8: byte 0x{raw[e.start]:02x} at byte {e.start + 1}",
-                         text)  # fmt: skip
-
-
-def read_lines(
-    stream: IO[bytes] | IO[str],
-    texts: dict[int, str] | None = None,
-    supplied: dict[int, Supplied] | None = None,
-) -> Iterator[tuple[int, Item | Rejection]]:
-    """Parse JSON lines: each non-blank line becomes an Item or a Rejection with its line number.
-
-    Read as bytes and decoded line by line, so one bad line never stops the run: invalid
-    UTF-8, JSON nested past the parser's limit and over-long lines are rejected like any
-    other bad line. A byte-order mark starts line 1 of files some editors write: dropped
-    there (elsewhere it is not a file's marker, and json refuses it). JSON error columns are
-    json's (1-based characters of the line as an editor shows it, BOM not counted).
-    texts: where the lines of valid items are kept until written (see index_items).
-    supplied: where a line's own `vector` and `vector_model` go (checked by index_items).
-    """
-    for n, raw, too_long in raw_lines(stream):
-        if too_long:
-            text = raw[:REJECT_TEXT_CHARS]
-            if isinstance(text, bytes):
-                text = text.decode("utf-8", "replace")
-            yield n, Rejection(n, None, f"line longer than {MAX_LINE_BYTES} bytes", text)
-            continue
-        line = _decode(n, raw)
-        if isinstance(line, Rejection):
-            yield n, line
-            continue
-        if n == 1:
-            line = line.removeprefix(BOM)
-        if not line.strip():
-            continue
-        text = line.rstrip("\r\n")
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield n, Rejection(n, None, f"invalid JSON: {e.msg} at column {e.colno}", text)
-            continue
-        except RecursionError:
-            reason = "invalid JSON: nested deeper than the parser allows"
-            yield n, Rejection(n, None, reason, text)
-            continue
-        try:
-            # json's own limit differs between Python versions (3.12+ parses far deeper):
-            # one limit for every Python, before validation walks the structure.
-            check_structure(data, MAX_LINE_DEPTH, None)
-        except ValueError as e:
-            yield n, Rejection(n, None, f"invalid JSON: the line {e}", text)
-            continue
-        item_id = (
-            data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), str) else None
-        )
-        own = None
-        if isinstance(data, dict) and ("vector" in data or "vector_model" in data):
-            own = Supplied(data.pop("vector", None), data.pop("vector_model", None))
-        try:
-            parsed = parse_item(data)
-        except InvalidInput as e:
-            yield n, Rejection(n, item_id, e.message, text)
-            continue
-        if texts is not None:
-            texts[n] = text
-        if own is not None and supplied is not None:
-            supplied[n] = own
-        yield n, parsed
 
 
 def _batches(
@@ -225,12 +114,24 @@ def index_items(
     it); an item the store refuses is reported with its line, and written lines are dropped.
     pool: embed in its worker processes instead of calling embedder here; at most two batches
     per worker are in flight, so reading waits for the model (bounded memory on a stream).
-    A run stopped by Ctrl-C or a dead worker returns what it wrote, with `stopped` set.
-    supplied: vectors that lines brought (read_lines fills it): used as given when they fit
-    the model and dimension, else the line is rejected with the reason."""
+    A run stopped by Ctrl-C, a dead worker or a store that no longer takes writes (after the
+    backend's own retries) returns what it wrote, with `stopped` set.
+    supplied: vectors that lines brought (read_lines fills it): used at unit length when they
+    fit the model and dimension, else the line is rejected with the reason.
+    The embedder's vector cache (a CachedEmbedder) is read and written here, in this process,
+    so worker processes fill the same cache and the summary tells cached from embedded."""
     texts = {} if texts is None else texts
     supplied = {} if supplied is None else supplied
     summary = Summary()
+    cache = embedder.cache if isinstance(embedder, CachedEmbedder) else None
+    model = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+
+    def embed_now(texts_: list[str]) -> FloatArray:
+        vectors = model.embed_documents(texts_)
+        if cache is not None:
+            cache.put_many(embedder.name, texts_, vectors)
+        return vectors
+
     pending: list[tuple[int, Item, Sequence[float] | None]] = []
     in_flight: deque[tuple[Planned, Job | None]] = deque()
     limit = 2 * pool.workers if pool else 0
@@ -238,7 +139,7 @@ def index_items(
     def write() -> None:
         if not pending:
             return
-        outcome = backend.upsert([(it, vec) for _, it, vec in pending])
+        outcome = _upsert(backend, [(it, vec) for _, it, vec in pending])
         lines = {it.id: n for n, it, _ in pending}  # a rejected id is reported at its last line
         summary.indexed += len(outcome.indexed)
         summary.retried += outcome.retries
@@ -247,10 +148,10 @@ def index_items(
         # since its hash was read): embed it after all and write it whole, once.
         again = [it for _, it, vec in pending if vec is None and rejected.get(it.id) == KEEP_GONE]
         if again:
-            vectors = embedder.embed_documents([it.embed_text() for it in again])
-            summary.embedded += len(again)
+            redo = Planned.of([(0, it) for it in again], None, summary, {}, cache, embedder.name)
             summary.reused -= len(again)
-            retry = backend.upsert(list(zip(again, vectors, strict=True)))
+            rows = redo.rows(embed_now(redo.texts) if redo.texts else None)
+            retry = _upsert(backend, [(it, vec) for _, it, vec in rows])
             for it in again:
                 rejected.pop(it.id)
             summary.indexed += len(retry.indexed)
@@ -266,6 +167,8 @@ def index_items(
     def finish_oldest() -> None:
         planned, future = in_flight.popleft()
         vectors = EmbedPool.result(future) if future is not None else None
+        if vectors is not None and cache is not None:
+            cache.put_many(embedder.name, planned.texts, vectors)
         pending.extend(planned.rows(vectors))
         if len(pending) >= write_size:
             write()
@@ -297,9 +200,11 @@ def index_items(
                 else:
                     given[n] = got
             if items:
-                planned = Planned.of(list(items.values()), backend, summary, given)
+                planned = Planned.of(
+                    list(items.values()), backend, summary, given, cache, embedder.name
+                )
                 if pool is None:
-                    found = embedder.embed_documents(planned.texts) if planned.texts else None
+                    found = embed_now(planned.texts) if planned.texts else None
                     pending.extend(planned.rows(found))
                 else:
                     future = pool.submit(planned.texts) if planned.texts else None
@@ -313,8 +218,9 @@ def index_items(
         while in_flight:
             finish_oldest()
         write()
-    except (KeyboardInterrupt, IndexingError) as e:
+    except (KeyboardInterrupt, SuliError) as e:
         summary.stopped = "interrupted" if isinstance(e, KeyboardInterrupt) else e.message
+    summary.rejected.sort(key=lambda r: r.line)  # in file order, whichever step refused a line
     if on_progress:
         on_progress(summary)
     return summary
@@ -334,13 +240,18 @@ class Planned:
     def of(
         cls,
         items: list[tuple[int, Item]],
-        backend: Backend,
+        backend: Backend | None,
         summary: Summary,
         given: Mapping[int, Sequence[float]],
+        cache: VectorCache | None = None,
+        model: str = "",
     ) -> Planned:
         """Take a vector the line brought (checked), else reuse a stored one made from the
-        same text by the same model (its embed hash matches); count what the model embeds."""
-        stored = backend.stored_hashes([(it.workspace, it.id) for _, it in items])
+        same text by the same model (its embed hash matches; no backend: none is), else one
+        the vector cache holds for the text; count what is left for the model."""
+        stored = (
+            backend.stored_hashes([(it.workspace, it.id) for _, it in items]) if backend else {}
+        )
         ready: dict[int, Sequence[float] | None] = {}
         todo: list[int] = []
         for k, (n, it) in enumerate(items):
@@ -348,11 +259,21 @@ class Planned:
             if n in given:
                 ready[k] = given[n]
                 summary.supplied += 1
-            elif got == embed_hash(backend.model, it.embed_text()):
+            elif backend is not None and got == embed_hash(backend.model, it.embed_text()):
                 ready[k] = None  # the store keeps its vector: nothing to send
                 summary.reused += 1
             else:
                 todo.append(k)
+        if cache is not None and todo:
+            found = cache.get_many(model, [items[k][1].embed_text() for k in todo])
+            left = []
+            for k, vec in zip(todo, found, strict=True):
+                if vec is None:
+                    left.append(k)
+                else:
+                    ready[k] = cast(Sequence[float], vec)  # a row of float32, as the model's
+            summary.cached += len(todo) - len(left)
+            todo = left
         summary.embedded += len(todo)
         return cls(items, ready, todo, [items[k][1].embed_text() for k in todo])
 
@@ -361,6 +282,28 @@ class Planned:
         made = dict(zip(self.todo, vectors if vectors is not None else [], strict=True))
         return [(n, it, self.ready[k] if k in self.ready else made[k])
                 for k, (n, it) in enumerate(self.items)]  # fmt: skip
+
+
+def _upsert(backend: Backend, rows: list[tuple[Item, Sequence[float] | None]]) -> BulkOutcome:
+    """One write; a store that still fails after its own retries (connection errors and
+    timeouts are retried with back-off inside the backend) stops the run with the reason
+    as one line, never a traceback."""
+    try:
+        return backend.upsert(rows)
+    except SuliError:
+        raise
+    except opensearchpy.ConnectionTimeout as e:
+        raise WriteFailed(f"OpenSearch did not answer a write of {len(rows)} items in time, "
+                          "after retries with back-off") from e  # fmt: skip
+    except opensearchpy.OpenSearchException as e:
+        raise WriteFailed(
+            f"OpenSearch refused a write of {len(rows)} items after retries: {_brief(e)}"
+        ) from e
+
+
+def _brief(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def in_part(entry: Item | Rejection, n: int, part: int, parts: int) -> bool:
@@ -397,9 +340,3 @@ def _only_part(
             yield n, entry
         else:
             texts.pop(n, None)  # another part's line: not ours to keep or report
-
-
-def write_rejects(path: str, rejected: list[Rejection]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for r in rejected:
-            f.write(json.dumps(r.to_json()) + "\n")

@@ -33,7 +33,7 @@ from suli.errors import BackendUnavailable, IndexingError, InvalidInput, NotFoun
 UNFINISHED = ("copying", "copied", "failed")
 SAVE_EVERY_S = 5.0  # how often the copy cursor is saved; a resume re-copies at most this much
 # A bulk-loaded index has dozens of segments and Lucene searches each one's HNSW graph on its
-# own; one per shard made the vector leg 77 -> 35 ms at 100k (bench/RESULTS.md section 4).
+# own; one per shard made the vector leg 77 -> 35 ms at 100k (bench/RESULTS-archive.md section 4).
 MERGE_SEGMENTS = 1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from suli.backends.base import Backend, Session
+from suli.backends.base import Directory, Session
 from suli.errors import Forbidden, NotFound, Unauthorized
 from suli.models import Principal
 
@@ -16,7 +16,7 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_token(backend: Backend, principal_id: str, admin: bool = False) -> str:
+def create_token(backend: Directory, principal_id: str, admin: bool = False) -> str:
     """Make a token for a known principal; the caller shows it once, we keep only its hash."""
     if backend.principal(principal_id) is None:
         raise NotFound(f"no principal {principal_id!r}; load principals first")
@@ -25,14 +25,14 @@ def create_token(backend: Backend, principal_id: str, admin: bool = False) -> st
     return token
 
 
-def revoke_token(backend: Backend, token: str) -> None:
+def revoke_token(backend: Directory, token: str) -> None:
     """Revoke by the token itself or by its hash."""
     key = token if len(token) == 64 and not token.startswith(PREFIX) else hash_token(token)
     backend.revoke_token(key)
 
 
 def authenticate(
-    backend: Backend, token: str | None, *, admin: bool = False
+    backend: Directory, token: str | None, *, admin: bool = False
 ) -> tuple[Principal, bool]:
     """The principal behind a bearer token; Unauthorized / Forbidden otherwise."""
     session = open_session(backend, token, admin=admin)
@@ -40,7 +40,7 @@ def authenticate(
     return session.principal, session.admin
 
 
-def open_session(backend: Backend, token: str | None, *, admin: bool = False) -> Session:
+def open_session(backend: Directory, token: str | None, *, admin: bool = False) -> Session:
     """The token's principal, admin flag and the ACLs of its workspace, read in one go
     (one round trip on OpenSearch); Unauthorized / Forbidden otherwise."""
     if not token:

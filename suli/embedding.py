@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suli.errors import InvalidInput, SuliError
+from suli.files import create_private
 
 FloatArray = npt.NDArray[np.float32]
 ProgressFn = Callable[[int], None]
@@ -264,6 +265,8 @@ class VectorCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Vectors of item text (and the text's hashes) are item data: the owner's only.
+        create_private(path)
         # The timeout waits out another process's write instead of failing with "locked".
         # Open one VectorCache per process: a SQLite connection must not cross a fork.
         self._conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)

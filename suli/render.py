@@ -62,13 +62,15 @@ def total_words(body: dict[str, Any]) -> str:
     return f"at least {n} {noun}" if body.get("total_relation") == "gte" else f"{n} {noun}"
 
 
-def item_json(item: Item, superseded_by: str | None) -> dict[str, Any]:
-    """A visible item for `get`: no vector, no ACL data; superseded_by already checked."""
+def item_json(item: Item, shown: Result) -> dict[str, Any]:
+    """A visible item for `get` (Searcher.get's pair): no vector, no ACL data. `superseded`
+    and `superseded_by` come from its shown Result, where the core already applied the one
+    rule (an invisible replacement: `superseded` true, no id), as for search results."""
     out = _stored_fields(item)
     del out["uploader"]  # who uploaded a personal item is not shown
     out["scope"] = item.scope
-    out["superseded"] = bool(item.superseded_by) or item.outcome == "superseded"
-    out["superseded_by"] = superseded_by
+    out["superseded"] = shown.superseded
+    out["superseded_by"] = shown.superseded_by
     return out
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import concurrent.futures
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal, Protocol, TypeVar
+from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from suli import cursor as cursors
 from suli.backends.base import FACET_CAP, Backend, Facets, Hit, LegQuery, LegResults, MatchSet
+from suli.counting import Relation, search_total
 from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -25,6 +26,7 @@ from suli.models import (
     SearchResponse,
 )
 from suli.ranking import Ranked, rank
+from suli.related import Card, card_of, card_query, check_card, direct_references
 from suli.settings import Settings
 from suli.snippets import best_passage, clip
 from suli.text import only_common_words, words
@@ -32,10 +34,6 @@ from suli.validate import lookup_id, shown_provenance, shown_url
 from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")
-RELATED_QUERY_WORDS = 64  # a card's title + spec is cut to this many words for the text leg
-# ...read from this many leading characters of each: 64 words never need more, and a huge
-# body is not split whole just to keep its first words (issue 14.2).
-RELATED_QUERY_CHARS = 4_000
 # Query embeddings run here so a slow model can be given up on (DESIGN 8: degrade, not fail).
 _EMBED_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="suli-embed")
 
@@ -69,15 +67,6 @@ class Reranker(Protocol):
         ranked: list[str],
         vectors: dict[str, list[float]],
     ) -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class Card:
-    """A card with no record: matched from its title and spec; nothing of it is stored."""
-
-    title: str
-    spec: str = ""
-    references: tuple[str, ...] = ()
 
 
 class Searcher:
@@ -377,43 +366,13 @@ class Searcher:
         scored: Sequence[Ranked],
         filters: Filters,
         deadline: Deadline,
-    ) -> tuple[int, Literal["eq", "gte"], Facets | None]:
-        """`total` (docs/decisions.md, "Search answers"): the visible items the words match
-        under the filters, all of them, plus the kept meaning-only hits that are not word
-        matches; "gte" where the engine could not count, and the facets over the same set."""
-        s = self.settings
-        meaning_only = tuple(r.id for r in scored if "text" not in r.fused.legs)
-        # A vector leg cut at depth whose last hit still passes the gates may hold more.
-        vector_cut = False
-        if query.vector is not None and len(legs.vector) >= query.depth and legs.vector:
-            best, last = legs.vector[0].score, legs.vector[-1].score
-            vector_cut = last >= s.meaning_floor and last >= best - s.meaning_margin
-        text_counted = (
-            query.text is not None and "text" not in legs.errors and legs.text_total is not None
-        )
-        vector_lost = query.vector is None and req.mode != "text"  # embedder failed: degraded
-        relation: Literal["eq", "gte"] = (
-            "gte" if vector_cut or vector_lost or "vector" in legs.errors else "eq"
-        )
-        if query.text is not None and text_counted:
-            match = MatchSet(query.text, query.text_fields, query.regex, meaning_only)
-        else:
-            # No word leg (vector mode) or one that failed: count what was found.
-            match = MatchSet(regex=query.regex, ids=tuple(r.id for r in scored))
-            if query.text is not None:
-                relation = "gte"
-        facets = None
-        if req.facets:
-            facets = self._facets(vis, filters, match, deadline)
-            return facets.total, relation, facets
-        if not text_counted:
-            return len(scored), relation, None
-        assert legs.text_total is not None
-        if legs.text_total > len(legs.text) and meaning_only:
-            # The word leg was cut at depth: a meaning-only hit may be a word match further
-            # down. The engine counts the union exactly.
-            return self._facets(vis, filters, match, deadline, cap=0).total, relation, None
-        return legs.text_total + len(meaning_only), relation, None
+    ) -> tuple[int, Relation, Facets | None]:
+        """`total` and the facets over the same matches (suli.counting), under `vis`."""
+
+        def count_facets(match: MatchSet, cap: int) -> Facets:
+            return self._facets(vis, filters, match, deadline, cap)
+
+        return search_total(self.settings, req, query, legs, scored, count_facets)
 
     def _rerank(
         self,
@@ -569,24 +528,12 @@ class Searcher:
             src = self.backend.get_many(vis, [item_id]).get(item_id)
             if src is None:
                 raise NotFound(f"no item {item_id!r}")
-            card = Card(src.title, src.body or src.caption, src.references)
+            card = card_of(src)
         assert card is not None
-        if not card.title.strip() and not card.spec.strip():
-            raise InvalidInput("title: a card needs a title or a spec", "title")
-        if any(not r.strip() for r in card.references):
-            raise InvalidInput("references: references must be non-empty ids or URLs", "references")
+        check_card(card)
+        prefer = direct_references(self.backend, vis, card, item_id, limit)
         exclude = (item_id,) if item_id else ()
-        refs = [r for r in card.references if r not in exclude]
-        # get_many returns hidden items too (a direct lookup may name them); related may not.
-        found = self.backend.get_many(vis, refs) if refs else {}
-        direct = {k: v for k, v in found.items() if not v.hidden}
-        prefer = [direct[r] for r in refs if r in direct]
-        if item_id:
-            prefer += [
-                i for i in self.backend.referencing(vis, item_id, limit) if i.id not in direct
-            ]
-        head = card.title[:RELATED_QUERY_CHARS] + " " + card.spec[:RELATED_QUERY_CHARS]
-        text = " ".join(head.split()[:RELATED_QUERY_WORDS])
+        text = card_query(card)
         req = SearchRequest(query=text, limit=limit, explain=explain)
         if not words(text):
             results = [

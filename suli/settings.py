@@ -51,10 +51,17 @@ class Settings(BaseSettings):
     opensearch_verify_certs: bool = True
     opensearch_ca_certs: str | None = None
     opensearch_timeout_s: float = 10.0
+    # A bulk write of a chunk takes longer than a search on a busy cluster: its own timeout, so
+    # an indexer does not time out (and re-send) what the cluster was still writing.
+    opensearch_bulk_timeout_s: float = Field(default=60.0, gt=0)
     index_alias: str = "suli-items"
     acl_index: str = "suli-acl"
     shards: int = Field(default=1, ge=1)
     replicas: int = Field(default=0, ge=0)
+    # Each workspace's items in their own index (behind `<alias>-ws-<workspace>`, made on its
+    # first write), so BM25's term statistics never mix tenants; costs `shards` x (1 +
+    # `replicas`) shards per workspace (docs/operations.md, "Isolating workspaces").
+    isolate_workspaces: bool = False
     # The vector field's HNSW graph, fixed when an index is created (a change takes effect
     # through `suli reindex`; `suli status` says when the live index differs). Why these
     # defaults: docs/decisions.md, "Vector tuning" (bench/vector_tuning.py measures them).

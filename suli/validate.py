@@ -25,17 +25,18 @@ from suli.models import (
     SearchRequest,
     Station,
 )
+from suli.vector_input import finite
 
 MAX_LIMIT = 25
 MAX_QUERY_CHARS = 1000
 MAX_REGEX_CHARS = 200
 MAX_FILTER_VALUES = 50
 # Free-form structured fields (provenance): a document a few levels deep is all a source
-# system needs; deeper ones broke serialization of every answer holding the item (issue
-# 14.3), so they are refused at the door, as are large ones (serialized UTF-8 JSON bytes).
+# system needs; deeper ones broke serialization of every answer holding the item, so they
+# are refused at the door, as are large ones (serialized UTF-8 JSON bytes).
 MAX_STRUCT_DEPTH = 16
 MAX_STRUCT_BYTES = 65_536
-# An item's link is opened by browsers: only web links or an app-relative path (issue 14.8).
+# An item's link is opened by browsers: only web links or an app-relative path.
 URL_SCHEMES = ("http", "https")
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id
 
@@ -143,6 +144,7 @@ class ItemIn(_Strict):
     @classmethod
     def _structure(cls, v: Any) -> Any:
         check_structure(v, MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES)
+        check_numbers(v)
         return v
 
     @field_validator("url")
@@ -205,6 +207,21 @@ def check_structure(value: Any, max_depth: int, max_bytes: int | None) -> None:
         return  # not JSON: the field's own type check says so
     if size > max_bytes:
         raise ValueError(f"is {size} bytes as JSON, more than the limit of {max_bytes}")
+
+
+def check_numbers(value: Any) -> None:
+    """Raise ValueError when value holds NaN, an infinity or a number beyond the float range:
+    answers are strict JSON (allow_nan=False), so such a stored number would fail every
+    answer holding the item, and most JSON readers turn a huge integer into an infinity."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        elif isinstance(node, int | float) and not isinstance(node, bool) and not finite(node):
+            raise ValueError("numbers must be finite and within the float range")
 
 
 OMITTED_PROVENANCE = {"omitted": "stored provenance exceeds the depth or size limit"}

@@ -1,1 +1,2 @@
-"""Search backends: OpenSearch (production) and embedded SQLite (default without a server)."""
+"""Search backends: OpenSearch (production), embedded SQLite (default without a server) and an
+in-memory one for unit tests of the core (memory.py; not selectable in settings)."""

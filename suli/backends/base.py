@@ -1,5 +1,9 @@
-"""The backend protocol: ranked lists per leg and plain storage; no fusion inside, and the one
-visibility rule is suli.visibility's (a backend may store its result, never its own rule)."""
+"""The backend protocols: the item index (ranked lists per leg, plain item storage) and the
+directory (ACLs, principals, tokens). No fusion inside either, and the one visibility rule is
+suli.visibility's (a backend may store its result, never its own rule).
+
+`Backend` is both together; each real backend implements both, and code that needs only one
+side (auth: the directory) takes only that side."""
 
 from __future__ import annotations
 
@@ -140,17 +144,11 @@ class TokenInfo:
 KEEP_GONE = "changed or deleted while being re-indexed: run the same line again"
 
 
-class Backend(Protocol):
-    """What the search core needs from a store."""
+class ItemIndex(Protocol):
+    """The items: both search legs, browse, lookups, facets and writes."""
 
     dimension: int
     model: str  # the embedding model the store's vectors come from ("" when unknown)
-
-    def stored_visibility(self, principal: Principal) -> Visibility | None:
-        """`principal`'s visibility with its boards left to the engine, read inside each
-        request from a document the ACL and principal writes keep current (one round trip
-        less); None when this backend needs them worked out from `acls` (suli.visibility)."""
-        ...
 
     def search(self, query: LegQuery) -> LegResults: ...
 
@@ -209,7 +207,24 @@ class Backend(Protocol):
         """Make every acknowledged write visible to searches."""
         ...
 
-    # ACLs, principals and token hashes
+    def all_items(self) -> Iterator[Item]:
+        """Every stored item, whatever its visibility, by id (`suli export`, an admin tool)."""
+        ...
+
+    def ping(self) -> dict[str, object]: ...
+
+    def close(self) -> None: ...
+
+
+class Directory(Protocol):
+    """Who may see what: board ACLs, principals, token hashes and the sessions they open."""
+
+    def stored_visibility(self, principal: Principal) -> Visibility | None:
+        """`principal`'s visibility with its boards left to the engine, read inside each
+        request from a document the ACL and principal writes keep current (one round trip
+        less); None when this backend needs them worked out from `acls` (suli.visibility)."""
+        ...
+
     def put_acls(self, acls: Sequence[BoardAcl]) -> None: ...
 
     def acls(self, workspace: str) -> list[BoardAcl]: ...
@@ -247,10 +262,6 @@ class Backend(Protocol):
 
     def list_tokens(self) -> list[TokenInfo]: ...
 
-    def all_items(self) -> Iterator[Item]:
-        """Every stored item, whatever its visibility, by id (`suli export`, an admin tool)."""
-        ...
 
-    def ping(self) -> dict[str, object]: ...
-
-    def close(self) -> None: ...
+class Backend(ItemIndex, Directory, Protocol):
+    """What the search core needs from a store: its item index and its directory."""

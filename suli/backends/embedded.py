@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -32,6 +31,7 @@ from suli.backends.base import (
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
+from suli.files import create_private
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.visibility import Visibility
 
@@ -64,8 +64,7 @@ class EmbeddedBackend:
         # The store holds every workspace's items and the token hashes: a new file is the
         # owner's only (SQLite gives its -wal and -shm files the same mode). An existing
         # file keeps the mode its operator chose.
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        create_private(self.path)
         self._init_schema()
 
     # ---- connections -------------------------------------------------------------------

@@ -1,14 +1,16 @@
-"""Pure builders of OpenSearch request bodies and document conversion (tested against golden JSON)."""
+"""Pure builders of OpenSearch request bodies (tested against golden JSON); documents and
+responses are read and written by suli.backends.opensearch_docs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 from suli.backends.base import FACET_CAP, LegQuery, MatchSet, TextFields
-from suli.models import Filters, Item, Station
+from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
+from suli.backends.opensearch_docs import item_to_doc as item_to_doc
+from suli.models import Filters
 from suli.text import FIELD_WEIGHTS
 from suli.visibility import Visibility
 
@@ -47,7 +49,7 @@ class TextForm:
     title_boost: float = 0.0
 
 
-# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md, issue 15).
+# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md).
 TEXT_FORM = TextForm("content", 0.25)
 
 
@@ -66,6 +68,12 @@ HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
     "stemmed": ["title", "body", "caption"],
     "plain": ["title.plain", "body.plain", "caption.plain"],
 }
+# How far into a field the highlighter analyses, in UTF-16 code units (Java's string length):
+# without it OpenSearch fails the whole search when a matching item's field is longer than
+# `index.highlight.max_analyzed_offset` (1,000,000 by default), and the validator admits a
+# body of 1,000,000 characters, which an emoji doubles. Past this offset a long body simply
+# gives no fragment. It may not exceed the index setting, so it is that setting's default.
+HIGHLIGHT_MAX_OFFSET = 1_000_000
 SOURCE_EXCLUDES = ["vector", "embedded_text_sha"]
 MAX_DETERMINIZED_STATES = (
     10_000  # bounds a regex's automaton: a hostile pattern errors, never hangs
@@ -190,16 +198,10 @@ def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
             # The query names the combined field; the fragments come from title, body and
             # caption, which share its analyzer, so their terms are the query's terms.
             "require_field_match": False,
+            "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
             "fields": {f: {} for f in HIGHLIGHT_FIELDS[q.text_fields]},
         },
     }
-
-
-def ordered_highlights(highlight: dict[str, list[str]]) -> tuple[str, ...]:
-    """Fragments, body first: a body passage says more than the title the user already sees."""
-    rank = {"body": 0, "caption": 1, "title": 2}
-    fields = sorted(highlight, key=lambda f: rank.get(f.split(".")[0], 3))
-    return tuple(frag for f in fields for frag in highlight[f])
 
 
 def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
@@ -320,48 +322,6 @@ def referencing_body(vis: Visibility, item_id: str, limit: int) -> dict[str, Any
     }
 
 
-# ---- documents ----------------------------------------------------------------------------
-
-
-def _iso(d: datetime | None) -> str | None:
-    return d.isoformat().replace("+00:00", "Z") if d else None
-
-
-def item_to_doc(item: Item, vector: Sequence[float], ehash: str | None = None) -> dict[str, Any]:
-    """The indexed document: item fields, the derived scope, the vector and (when known) the
-    embed hash of what the vector was made from (suli.embedding.embed_hash)."""
-    doc = {
-        "id": item.id,
-        "workspace": item.workspace,
-        "kind": item.kind,
-        "scope": item.scope,
-        "outcome": item.outcome,
-        "board": item.board,
-        "uploader": item.uploader,
-        "agent": item.agent,
-        "title": item.title,
-        # Binaries are found by title, path and caption only: their body is not text.
-        "body": "" if item.is_binary else item.body,
-        "caption": item.caption,
-        "path": item.path,
-        "tags": list(item.tags),
-        "stations": [{"id": s.id, "name": s.name} for s in item.stations],
-        "superseded_by": item.superseded_by,
-        "references": list(item.references),
-        "media_type": item.media_type,
-        "url": item.url,
-        "provenance": item.provenance,
-        "created_at": _iso(item.created_at),
-        "updated_at": _iso(item.updated_at),
-        "last_activity_at": _iso(item.last_activity_at),
-        "hidden": item.hidden,
-        "vector": [float(x) for x in vector],
-    }
-    if ehash:
-        doc["embedded_text_sha"] = ehash
-    return doc
-
-
 def stored_hashes_body(ids: Sequence[str]) -> dict[str, Any]:
     """The stored embed hash of the documents with these `_id`s (an admin read of the
     indexer's own items: no visibility applies)."""
@@ -371,39 +331,3 @@ def stored_hashes_body(ids: Sequence[str]) -> dict[str, Any]:
         "_source": ["id", "workspace", "embedded_text_sha"],
         "seq_no_primary_term": True,
     }
-
-
-def _dt(v: Any) -> datetime | None:
-    return datetime.fromisoformat(v.replace("Z", "+00:00")) if v else None
-
-
-def doc_to_item(src: dict[str, Any]) -> Item:
-    return Item(
-        id=src["id"],
-        workspace=src["workspace"],
-        kind=src.get("kind") or "artifact",
-        title=src.get("title") or "",
-        body=src.get("body") or "",
-        outcome=src.get("outcome"),
-        board=src.get("board"),
-        uploader=src.get("uploader"),
-        agent=src.get("agent"),
-        stations=tuple(Station(s["id"], s["name"]) for s in src.get("stations") or ()),
-        superseded_by=src.get("superseded_by"),
-        references=tuple(src.get("references") or ()),
-        tags=tuple(src.get("tags") or ()),
-        media_type=src.get("media_type") or "",
-        path=src.get("path") or "",
-        caption=src.get("caption") or "",
-        provenance=src.get("provenance") or {},
-        created_at=_dt(src.get("created_at")),
-        updated_at=_dt(src.get("updated_at")),
-        last_activity_at=_dt(src.get("last_activity_at")),
-        url=src.get("url") or "",
-        hidden=bool(src.get("hidden")),
-    )
-
-
-def cosine_from_score(score: float) -> float:
-    """Lucene's cosinesimil score is (1 + cos) / 2; turn it back into the cosine."""
-    return 2.0 * score - 1.0

@@ -14,6 +14,7 @@ from opensearchpy import OpenSearch
 
 from indexer.pipeline import Summary, index_items
 from suli.backends.base import Backend, Facets
+from suli.backends.memory import MemoryBackend
 from suli.embedding import Embedder, FakeEmbedder, FloatArray, ProgressFn
 from suli.models import BoardAcl, Filters, Item, Principal, SearchResponse
 from suli.service import Card, Searcher
@@ -198,6 +199,25 @@ class World:
         self, p: str | Principal, item_id: str | None = None, card: Card | None = None, **kw: Any
     ) -> SearchResponse:
         return self.searcher.related(self.who(p), item_id=item_id, card=card, **kw)
+
+
+def memory_world(
+    items: Iterable[Item] = (),
+    principals: Iterable[Principal] = (),
+    acls: Iterable[BoardAcl] = (),
+    *,
+    embedder: Embedder | None = None,
+    **overrides: Any,
+) -> World:
+    """A loaded World over the in-memory backend: the search core's rules without a store."""
+    emb = embedder or KeyedEmbedder()
+    settings = Settings(
+        backend="embedded", embedder="fake", cursor_secret="unit-test-cursor-key", **overrides
+    )
+    backend = MemoryBackend(emb.dimension, model=emb.name)
+    world = World(backend, emb, settings, backend.refresh)
+    world.load(items, principals, acls)
+    return world
 
 
 class MakeSearcher(Protocol):

@@ -351,7 +351,7 @@ class CoreProbe:
 
     def get(self, item_id: str) -> dict[str, Any] | None:
         item, res = self.world.get(self.who, item_id)
-        return item_json(item, res.superseded_by)
+        return item_json(item, res)
 
     def related(self, item_id: str | None = None, card: Card | None = None) -> dict[str, Any]:
         return response_json(

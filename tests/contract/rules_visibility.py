@@ -193,9 +193,9 @@ class VisibilityRules:
                 assert results["itm_old_b"].superseded is True
                 assert results["itm_old_c"].superseded_by is None  # replacement never stored
                 assert results["itm_old_c"].superseded is True
-        got, _ = cast.get("prn_carol", "itm_old_b")
+        got, res = cast.get("prn_carol", "itm_old_b")
         assert got.superseded_by is None
-        assert "itm_secret" not in _dump(item_json(got, None))
+        assert "itm_secret" not in _dump(item_json(got, res))
 
     def test_related_returns_only_visible_items(self, cast: World) -> None:
         for pid, expected in EXPECTED.items():
@@ -236,7 +236,7 @@ class VisibilityRules:
             ]
             for i in sorted(expected):
                 got, res = cast.get(pid, i)
-                bodies.append(item_json(got, res.superseded_by))
+                bodies.append(item_json(got, res))
                 bodies.append(result_json(res))
             for i in ("itm_refs", "itm_old_b", sorted(expected)[0]):  # references, a replacement
                 if i in expected:

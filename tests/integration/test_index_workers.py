@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from indexer.workers import EmbedPool
 from suli.backends.embedded import EmbeddedBackend
@@ -51,6 +53,8 @@ def test_workers_index_what_one_process_indexes(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     for workers in ("0", "2"):
         env["SULI_EMBEDDED_PATH"] = str(tmp_path / f"w{workers}.db")
+        # A cache of its own per run: the second run must embed, not read the first's vectors.
+        env["SULI_VECTOR_CACHE"] = str(tmp_path / f"w{workers}.sqlite")
         out = subprocess.run(
             [SULI, "index", "--json", "--workers", workers, str(src)],
             env=env, capture_output=True, check=True,
@@ -67,6 +71,44 @@ def test_workers_index_what_one_process_indexes(tmp_path: Path) -> None:
     a, b = one.vectors(reader, ids), two.vectors(reader, ids)
     assert a.keys() == b.keys() == set(ids)
     assert all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for k in ids)
+
+
+def cache_rows(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_workers_fill_and_read_the_vector_cache_and_the_summary_tells_them_apart(
+    tmp_path: Path, workers: str
+) -> None:
+    src = tmp_path / "items.jsonl"
+    src.write_bytes(b"".join(line(k) for k in range(16)))
+    env = env_for(tmp_path)
+    cache = tmp_path / "cache.sqlite"
+    env["SULI_VECTOR_CACHE"] = str(cache)
+
+    def run(store: str) -> dict[str, object]:
+        env["SULI_EMBEDDED_PATH"] = str(tmp_path / store)
+        out = subprocess.run(
+            [SULI, "index", "--json", "--workers", workers, str(src)],
+            env=env, capture_output=True, check=True,
+        )  # fmt: skip
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    first = run("a.db")  # a new store, an empty cache: the model embeds every item
+    assert (first["indexed"], first["embedded"], first["cached"], first["reused"]) == (16, 16, 0, 0)
+    assert cache_rows(cache) == 16
+    again = run("a.db")  # the same store: every stored vector is reused (hash unchanged)
+    assert (again["indexed"], again["embedded"], again["cached"], again["reused"]) == (16, 0, 0, 16)
+    other = run("b.db")  # another store: the vectors come from the cache, not the model
+    assert (other["indexed"], other["embedded"], other["cached"], other["reused"]) == (16, 0, 16, 0)
+    assert cache_rows(cache) == 16
+    a, b = (EmbeddedBackend(tmp_path / s, 384) for s in ("a.db", "b.db"))
+    reader = Visibility(workspace="ws", principal_id="prn_reader", boards=frozenset())
+    ids = [f"itm_{k}" for k in range(16)]
+    va, vb = a.vectors(reader, ids), b.vectors(reader, ids)
+    assert all(np.array_equal(np.asarray(va[k]), np.asarray(vb[k])) for k in ids)
 
 
 def _children(pid: int) -> list[int]:

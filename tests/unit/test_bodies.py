@@ -6,6 +6,7 @@ from datetime import date
 from pathlib import Path
 
 from suli.backends import opensearch_bodies as b
+from suli.backends import opensearch_docs as d
 from suli.backends.base import LegQuery
 from suli.models import Filters
 from suli.visibility import Visibility
@@ -77,7 +78,7 @@ def test_user_text_is_never_query_syntax() -> None:
 
 
 def test_cosine_from_score() -> None:
-    assert b.cosine_from_score(1.0) == 1.0 and b.cosine_from_score(0.5) == 0.0
+    assert d.cosine_from_score(1.0) == 1.0 and d.cosine_from_score(0.5) == 0.0
 
 
 def test_facets_over_a_search_use_the_text_legs_own_query() -> None:
@@ -109,3 +110,25 @@ def test_text_forms() -> None:
     )
     assert fields(b.TextForm("cross_fields")) == ("cross_fields", b.TEXT_FIELDS["stemmed"])
     assert fields(b.TextForm("most_fields"), "plain") == ("most_fields", b.TEXT_FIELDS["plain"])
+
+
+def test_a_refused_leg_is_named_by_its_root_cause() -> None:
+    # The shape OpenSearch gives a shard's query-phase refusal inside `_msearch`.
+    refused = {
+        "status": 400,
+        "error": {
+            "type": "search_phase_execution_exception",
+            "reason": "all shards failed",
+            "phase": "query",
+            "root_cause": [{"type": "illegal_argument_exception", "reason": "field too long"}],
+        },
+    }
+    assert d.leg_error(refused) == (
+        "refused by OpenSearch (status 400, query phase): "
+        "illegal_argument_exception: field too long"
+    )
+    lost = {"status": 503, "error": {"type": "no_shard_available_action_exception"}}
+    assert d.leg_error(lost).startswith("failed by OpenSearch (status 503)")
+    assert d.refusal(refused) == "illegal_argument_exception"
+    assert d.refusal(lost) is None
+    assert d.refusal({"status": 429, "error": {"type": "rejected_execution_exception"}}) is None

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 import devcluster
 from cli.main import cli
-from devcluster import jdk, plugins, process
+from devcluster import jdk, lines, plugins, process
 from devcluster.cluster import JDK_FILE, Cluster
 from devcluster.http import describe_listener, port_free
 from devcluster.spec import ClusterSpec, java_command, opensearch_yml
@@ -345,11 +345,15 @@ def test_a_node_started_again_runs_on_the_jdk_up_chose(tmp_path: Path) -> None:
 # ---- extra plugins (devcluster.plugins) -----------------------------------------------------
 
 
-def test_base_plugin_classes_match_the_launcher_defaults() -> None:
-    # -Dosnode.plugins replaces OsNode's default list: the Python copy must not drift from it.
-    source = (Path(devcluster.__file__).parent / "OsNode.java").read_text()
+@pytest.mark.parametrize("version", list(lines.LINES))
+def test_base_plugin_classes_match_the_launcher_defaults(version: str) -> None:
+    # -Dosnode.plugins replaces the launcher's default list: the Python copy must not drift.
+    line = lines.LINES[version]
+    source = (Path(devcluster.__file__).parent / line.launcher).read_text()
+    assert f"public final class {line.main_class} " in source  # javac wants file = class
     block = source.split("DEFAULT_PLUGINS = String.join(", 1)[1].split(");", 1)[0]
-    assert tuple(re.findall(r'"([\w.]+)"', block)) == plugins.BASE_PLUGIN_CLASSES
+    assert tuple(re.findall(r'"([\w.]+)"', block)) == line.plugin_classes
+    assert lines.LINES["2.19.1"].plugin_classes == plugins.BASE_PLUGIN_CLASSES
 
 
 def test_an_extra_plugin_joins_the_classpath_and_the_plugin_list(tmp_path: Path) -> None:
@@ -384,7 +388,8 @@ def test_the_plugin_set_is_saved_with_the_spec_so_a_restart_keeps_it(tmp_path: P
 def test_a_cached_plugin_is_not_fetched_again(tmp_path: Path, no_mvn: None) -> None:
     jars = plugins.jar_dir(tmp_path, "neural-search")
     jars.mkdir(parents=True)
-    marker = {"artifact": plugins.KNOWN["neural-search"].artifact}
+    marker = {"artifact": plugins.KNOWN["neural-search"].artifact()}
+    assert marker["artifact"] == "org.opensearch.plugin:neural-search:2.19.1.0:zip"
     (jars / plugins.MARKER).write_text(json.dumps(marker))
     assert plugins.fetch("neural-search", tmp_path) == jars  # no mvn on PATH: from the cache
     (jars / plugins.MARKER).write_text(json.dumps({"artifact": "x:y:0:zip"}))  # another version

@@ -1,4 +1,4 @@
-"""`suli index` never stops on one bad line (issue 14.6, 13.10).
+"""`suli index` never stops on one bad line.
 
 Invalid UTF-8, JSON nested past the parser's limit, a BOM, an over-long line, deep or large
 structured fields: each line is rejected with its number, its reason and its text, and the
@@ -126,3 +126,34 @@ def test_suli_index_rejects_bad_lines_and_indexes_the_rest(
 
 def test_limits_are_what_the_docs_say() -> None:
     assert (MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES) == (16, 65_536)
+
+
+def test_numbers_of_any_size_and_nan_end_as_rejections_and_the_run_goes_on(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    head = '{"id": "itm_%s", "workspace": "ws", "title": "t", '
+    rest = ",".join(["0.5"] * 383)
+    bad = [
+        head % "vec"
+        + '"vector_model": "fake-hash-384", "vector": ['
+        + str(10**400)
+        + ","
+        + rest
+        + "]}",
+        head % "digits" + '"provenance": {"n": ' + "9" * 5000 + "}}",
+        head % "nan" + '"provenance": {"n": NaN}}',
+        head % "inf" + '"hidden": Infinity}',
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_bytes(line("itm_1") + "".join(b + "\n" for b in bad).encode() + line("itm_2"))
+    run = CliRunner().invoke(cli, ["index", str(path), "--json"], env=env)
+    assert run.exit_code == 1, run.output
+    body = json.loads(run.stdout)
+    assert (body["read"], body["indexed"], body["rejected"], body["stopped"]) == (6, 2, 4, None)
+    got = {r["id"]: (r["line"], r["reason"]) for r in body["rejects"]}
+    assert got["itm_vec"] == (2, "vector: values must be finite numbers within the float range")
+    assert got["itm_digits"][0] == 3 and got["itm_digits"][1].startswith("provenance: numbers")
+    assert got["itm_nan"][0] == 4 and got["itm_nan"][1].startswith("provenance: numbers")
+    assert got["itm_inf"] == (5, "hidden: Input should be a valid boolean")
+    written = Path(str(path) + ".rejects.jsonl").read_text().splitlines()
+    assert [json.loads(x)["line"] for x in written] == [2, 3, 4, 5]

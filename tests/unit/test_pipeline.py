@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections.abc import Sequence
 
 from indexer.pipeline import Rejection, in_part, index_items, index_stream
@@ -187,7 +188,8 @@ def test_a_line_may_bring_its_own_vector_which_must_fit_the_model() -> None:
     assert "expected 384 dimensions, got 383" in reasons["b"]
     assert "vector_model" in reasons["c"] and "another-model" in reasons["c"]
     assert all(r.text for r in summary.rejected)  # the rejects file keeps each line
-    assert list(store.saved[("ws", "a")][1]) == [0.5] * dim  # taken as given
+    # taken at unit length: the same direction, so a long vector cannot inflate similarity
+    assert list(store.saved[("ws", "a")][1]) == [1 / math.sqrt(dim)] * dim
     assert model.texts == ["F"]  # only the line without a vector reached the model
 
 

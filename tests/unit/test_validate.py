@@ -1,11 +1,16 @@
 """Bad input is refused with a message naming the field; good input is normalised."""
 
+import math
 from datetime import UTC, date, datetime
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from suli.errors import InvalidInput
 from suli.validate import parse_acl, parse_item, parse_principal, search_request
+from suli.vector_input import supplied_vector
 
 GOOD = {"id": "itm_1", "workspace": "ws1", "title": "Deploy checklist"}
 
@@ -162,3 +167,49 @@ def test_other_url_schemes_are_refused_naming_url(url: str) -> None:
     with pytest.raises(InvalidInput) as e:
         parse_item({**GOOD, "url": url})
     assert e.value.field == "url" and e.value.message.startswith("url: ")
+
+
+# ---- vectors a line brings -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("vector", "model", "field", "words"),
+    [
+        ([0.0] * 4, "m", "vector", "zero"),
+        ([0, -0.0, 0, 0], "m", "vector", "zero"),
+        ([1.0] * 3, "m", "vector", "expected 4 dimensions, got 3"),
+        ([1.0, math.nan, 1.0, 1.0], "m", "vector", "finite"),
+        ([1.0, math.inf, 1.0, 1.0], "m", "vector", "finite"),
+        ([1.0, 10**400, 1.0, 1.0], "m", "vector", "finite"),
+        ([1.0, True, 1.0, 1.0], "m", "vector", "list of numbers"),
+        ([1.0, "1", 1.0, 1.0], "m", "vector", "list of numbers"),
+        ("1,1,1,1", "m", "vector", "list of numbers"),
+        (None, "m", "vector", "list of numbers"),
+        ([1.0] * 4, "other", "vector_model", "'other'"),
+        ([1.0] * 4, ["m"] * 10_000, "vector_model", "…"),  # quoted, but cut short
+    ],
+)
+def test_a_vector_that_cannot_be_used_is_refused_naming_the_field(
+    vector: object, model: object, field: str, words: str
+) -> None:
+    with pytest.raises(InvalidInput) as e:
+        supplied_vector(vector, model, "m", 4)
+    assert e.value.field == field and e.value.message.startswith(f"{field}: ")
+    assert words in e.value.message and len(e.value.message) < 200
+
+
+DIRECTION = st.lists(
+    st.floats(min_value=-1, max_value=1, allow_nan=False), min_size=8, max_size=8
+).filter(lambda u: max(abs(x) for x in u) >= 0.1)
+
+
+@settings(max_examples=500, deadline=None, database=None, derandomize=True)
+@given(DIRECTION, st.integers(min_value=-290, max_value=290))
+def test_a_usable_vector_is_stored_at_unit_length_in_its_own_direction(
+    u: list[float], exponent: int
+) -> None:
+    scaled = [x * 10.0**exponent for x in u]
+    got = supplied_vector(scaled, "m", "m", 8)
+    expected = np.asarray(u) / np.linalg.norm(np.asarray(u))  # the direction, at no scale
+    assert np.allclose(got, expected, rtol=0, atol=1e-9)
+    assert math.isclose(math.fsum(x * x for x in got), 1.0, rel_tol=1e-12)

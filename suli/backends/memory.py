@@ -1,0 +1,373 @@
+"""An in-memory ItemIndex + Directory in plain Python, for unit tests of the search core.
+
+Not a product backend (no setting selects it): nothing persists, scoring is naive (a weighted
+word count, an exact cosine), and every read walks every item. What it keeps exactly is the
+contract the core relies on: the one visibility rule (suli.visibility.can_see over the spec
+the core built), the filters, browse order, facet counts over a MatchSet, and per-item write
+outcomes.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from suli.backends.base import (
+    FACET_CAP,
+    KEEP_GONE,
+    BulkOutcome,
+    Facets,
+    Hit,
+    LegQuery,
+    LegResults,
+    MatchSet,
+    Session,
+    TextFields,
+    TokenInfo,
+)
+from suli.backends.embedded_sql import compile_regex  # RE2: linear time, as the store's
+from suli.embedding import embed_hash
+from suli.errors import NotFound
+from suli.models import BoardAcl, Filters, Item, Principal
+from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
+from suli.visibility import Visibility, can_see
+
+Key = tuple[str, str]  # (workspace, id): ids are unique within a workspace only
+_OLDEST = datetime.min.replace(tzinfo=UTC)  # items without activity sort last in browse
+
+
+@dataclass(frozen=True)
+class _Stored:
+    item: Item
+    vector: tuple[float, ...]
+    ehash: str
+
+
+def _query_words(text: str, fields: TextFields) -> list[str]:
+    """The words a text leg matches on: common words drop out under "stemmed" (DESIGN 3.5)."""
+    ws = words(text)
+    if fields == "stemmed":
+        ws = [w for w in ws if w not in ENGLISH_STOPWORDS]
+    return list(dict.fromkeys(ws))
+
+
+def _field_words(item: Item) -> dict[str, list[str]]:
+    """The searchable text per field; a binary's body is not text (DESIGN 1)."""
+    return {
+        "title": words(item.title),
+        "body": [] if item.is_binary else words(item.body),
+        "caption": words(item.caption),
+        "path": words(item.path),
+        "tags": [w for t in item.tags for w in words(t)],
+    }
+
+
+def _text_score(item: Item, qwords: Sequence[str]) -> float:
+    """Weighted count of the query's words in each field (title boosted); 0: no match."""
+    if not qwords:
+        return 0.0
+    score = 0.0
+    for name, ws in _field_words(item).items():
+        counts = Counter(ws)
+        score += FIELD_WEIGHTS[name] * sum(counts[w] for w in qwords)
+    return score
+
+
+def _highlight(item: Item, qwords: Sequence[str]) -> tuple[str, ...]:
+    """The first field holding a query word, escaped, with the words marked."""
+    if not qwords:
+        return ()
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, qwords)) + r")\b", re.IGNORECASE)
+    for text in ("" if item.is_binary else item.body, item.caption, item.title):
+        if text and pattern.search(text):
+            escaped = html.escape(text[:300], quote=False)
+            return (pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped),)
+    return ()
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(x * x for x in b))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
+
+
+def _day(d: datetime | None) -> date | None:
+    return d.astimezone(UTC).date() if d is not None else None
+
+
+def passes(item: Item, filters: Filters, regex: str | None = None) -> bool:
+    """Every filter of a request (DESIGN 3.7), as the other backends apply them."""
+    checks = (
+        (filters.kinds, (item.kind,)),
+        (filters.outcomes, (item.outcome,)),
+        (filters.boards, (item.board,)),
+        (filters.agents, (item.agent,)),
+        (filters.stations, (*(s.id for s in item.stations), *(s.name for s in item.stations))),
+        (filters.tags, item.tags),
+    )
+    for wanted, have in checks:
+        if wanted and not set(wanted).intersection(v for v in have if v is not None):
+            return False
+    day = _day(item.last_activity_at)
+    if filters.since and (day is None or day < filters.since):
+        return False
+    if filters.until and (day is None or day > filters.until):
+        return False
+    if item.hidden and not filters.include_hidden:
+        return False
+    if item.id in filters.exclude_ids:
+        return False
+    if regex:
+        rx = compile_regex(regex)
+        return bool(rx.search(item.title) or rx.search(item.body))
+    return True
+
+
+class MemoryBackend:
+    """Items, vectors, ACLs, principals and token hashes in dicts; one lock for writes."""
+
+    def __init__(self, dimension: int, model: str = "") -> None:
+        self.dimension = dimension
+        self.model = model
+        self._lock = threading.RLock()
+        self._items: dict[Key, _Stored] = {}
+        self._acls: dict[Key, BoardAcl] = {}  # (workspace, board)
+        self._principals: dict[str, Principal] = {}
+        self._tokens: dict[str, TokenInfo] = {}
+
+    # ---- item index: reads ---------------------------------------------------------------
+
+    def _visible(self, vis: Visibility, filters: Filters, regex: str | None = None) -> list[Item]:
+        with self._lock:
+            stored = [s.item for s in self._items.values()]
+        return [it for it in stored if can_see(vis, it) and passes(it, filters, regex)]
+
+    def search(self, query: LegQuery) -> LegResults:
+        if query.regex:
+            compile_regex(query.regex)  # a bad pattern is the caller's error, not a failed leg
+        pool = self._visible(query.vis, query.filters, query.regex)
+        text: tuple[Hit, ...] = ()
+        total: int | None = None
+        if query.text is not None:
+            qwords = _query_words(query.text, query.text_fields)
+            scored = [(_text_score(it, qwords), it) for it in pool]
+            matched = sorted(((s, it) for s, it in scored if s > 0), key=lambda p: (-p[0], p[1].id))
+            total = len(matched)
+            text = tuple(Hit(it, s, _highlight(it, qwords)) for s, it in matched[: query.depth])
+        vector: tuple[Hit, ...] = ()
+        errors: dict[str, str] = {}
+        if query.vector is not None:
+            if len(query.vector) != self.dimension:
+                errors["vector"] = f"invalid query vector: {len(query.vector)} dimensions"
+            else:
+                with self._lock:
+                    vecs = {k: s.vector for k, s in self._items.items()}
+                sims = [(_cosine(query.vector, vecs[(it.workspace, it.id)]), it) for it in pool]
+                sims.sort(key=lambda p: (-p[0], p[1].id))
+                vector = tuple(Hit(it, s) for s, it in sims[: query.depth])
+        return LegResults(text, vector, errors, {}, total)
+
+    def browse(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        limit: int,
+        timeout_s: float | None = None,
+        regex: str | None = None,
+    ) -> tuple[list[Item], int]:
+        found = self._visible(vis, filters, regex)
+        found.sort(key=lambda it: it.id)
+        found.sort(key=lambda it: it.last_activity_at or _OLDEST, reverse=True)
+        return found[:limit], len(found)
+
+    def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
+        # Hidden items too: a direct lookup may name them (the other backends do the same).
+        with self._lock:
+            found = [self._items.get((vis.workspace, i)) for i in dict.fromkeys(ids)]
+        return {s.item.id: s.item for s in found if s is not None and can_see(vis, s.item)}
+
+    def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
+        seen = self.get_many(vis, ids)
+        with self._lock:
+            return {i: list(self._items[(vis.workspace, i)].vector) for i in seen}
+
+    def stored_hashes(self, keys: Sequence[Key]) -> dict[Key, str]:
+        with self._lock:
+            return {k: self._items[k].ehash for k in keys if k in self._items}
+
+    def facets(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        match: MatchSet | None = None,
+        cap: int = FACET_CAP,
+        timeout_s: float | None = None,
+    ) -> Facets:
+        found = self._visible(vis, filters, match.regex if match else None)
+        if match is not None and not match.every:
+            qwords = _query_words(match.text, match.text_fields) if match.text else []
+            ids = set(match.ids)
+            found = [it for it in found if it.id in ids or _text_score(it, qwords) > 0]
+        if not cap:
+            return Facets(total=len(found), values={})
+        counts: dict[str, Counter[str]] = {
+            n: Counter() for n in ("kind", "outcome", "board", "agent", "station", "tag")
+        }
+        for it in found:
+            for name, values in (
+                ("kind", {it.kind}),
+                ("outcome", {it.outcome}),
+                ("board", {it.board}),
+                ("agent", {it.agent}),
+                ("station", {s.name for s in it.stations}),
+                ("tag", set(it.tags)),
+            ):
+                counts[name].update(v for v in values if v is not None)
+        ordered = {n: sorted(c.items(), key=lambda kv: (-kv[1], kv[0])) for n, c in counts.items()}
+        return Facets(
+            total=len(found),
+            values={n: vs[:cap] for n, vs in ordered.items()},
+            more={n: len(vs) > cap for n, vs in ordered.items()},
+        )
+
+    def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
+        found = [it for it in self._visible(vis, Filters()) if item_id in it.references]
+        found.sort(key=lambda it: it.id)
+        found.sort(key=lambda it: it.last_activity_at or _OLDEST, reverse=True)
+        return found[:limit]
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def refresh(self) -> None:
+        """Every write is searchable as soon as it returns."""
+
+    def all_items(self) -> Iterator[Item]:
+        with self._lock:
+            keys = sorted(self._items)
+            stored = [self._items[k].item for k in keys]
+        yield from stored
+
+    # ---- item index: writes ----------------------------------------------------------------
+
+    def upsert(self, items: Sequence[tuple[Item, Sequence[float] | None]]) -> BulkOutcome:
+        indexed: list[str] = []
+        rejected: dict[str, str] = {}
+        with self._lock:
+            for item, vec in items:
+                key = (item.workspace, item.id)
+                ehash = embed_hash(self.model, item.embed_text())
+                if vec is None:  # keep the stored vector, if it is still this text's
+                    old = self._items.get(key)
+                    if old is None or old.ehash != ehash:
+                        rejected[item.id] = KEEP_GONE
+                        continue
+                    vector = old.vector
+                elif len(vec) != self.dimension:
+                    rejected[item.id] = f"vector: expected {self.dimension} dimensions"
+                    continue
+                elif not all(math.isfinite(x) for x in vec):
+                    rejected[item.id] = "invalid vector: NaN or infinite values"
+                    continue
+                else:
+                    vector = tuple(float(x) for x in vec)
+                self._items[key] = _Stored(item, vector, ehash)
+                indexed.append(item.id)
+        return BulkOutcome(indexed=tuple(indexed), rejected=rejected)
+
+    def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
+        unique = list(dict.fromkeys(ids))
+        with self._lock:
+            gone = [i for i in unique if self._items.pop((workspace, i), None) is not None]
+        return BulkOutcome(indexed=tuple(gone), missing=tuple(i for i in unique if i not in gone))
+
+    # ---- directory ---------------------------------------------------------------------------
+
+    def stored_visibility(self, principal: Principal) -> Visibility | None:
+        return None  # in process: the core reads the ACLs and builds the spec itself
+
+    def put_acls(self, acls: Sequence[BoardAcl]) -> None:
+        with self._lock:
+            self._acls.update({(a.workspace, a.board): a for a in acls})
+
+    def acls(self, workspace: str) -> list[BoardAcl]:
+        with self._lock:
+            return sorted((a for a in self._acls.values() if a.workspace == workspace), key=_board)
+
+    def acl(self, workspace: str, board: str) -> BoardAcl | None:
+        with self._lock:
+            return self._acls.get((workspace, board))
+
+    def put_principals(self, principals: Sequence[Principal]) -> None:
+        with self._lock:
+            self._principals.update({p.id: p for p in principals})
+
+    def claim_principal(self, principal: Principal) -> bool:
+        with self._lock:
+            old = self._principals.get(principal.id)
+            if old is not None and old.workspace != principal.workspace:
+                return False
+            self._principals[principal.id] = principal
+            return True
+
+    def principal(self, principal_id: str) -> Principal | None:
+        with self._lock:
+            return self._principals.get(principal_id)
+
+    def put_token(self, token_hash: str, principal_id: str, admin: bool) -> None:
+        made = datetime.now(UTC).isoformat()
+        with self._lock:
+            self._tokens[token_hash] = TokenInfo(token_hash, principal_id, admin, made)
+
+    def token(self, token_hash: str) -> tuple[str, bool] | None:
+        with self._lock:
+            t = self._tokens.get(token_hash)
+        return None if t is None else (t.principal_id, t.admin)
+
+    def session(self, token_hash: str) -> Session | None:
+        with self._lock:
+            found = self.token(token_hash)
+            if found is None:
+                return None
+            p = self.principal(found[0])
+            return Session(p, found[1], tuple(self.acls(p.workspace)) if p else ())
+
+    def revoke_token(self, token_hash_or_prefix: str) -> int:
+        """By the exact hash, as the other backends do."""
+        with self._lock:
+            if self._tokens.pop(token_hash_or_prefix, None) is None:
+                raise NotFound("no such token")
+        return 1
+
+    def list_principals(self) -> list[Principal]:
+        with self._lock:
+            return sorted(self._principals.values(), key=lambda p: p.id)
+
+    def list_acls(self) -> list[BoardAcl]:
+        with self._lock:
+            return sorted(self._acls.values(), key=_board)
+
+    def list_tokens(self) -> list[TokenInfo]:
+        with self._lock:
+            return sorted(self._tokens.values(), key=lambda t: (t.principal_id, t.created_at))
+
+    # ---- operations ----------------------------------------------------------------------------
+
+    def ping(self) -> dict[str, object]:
+        return {"backend": "memory", "items": self.count()}
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _board(a: BoardAcl) -> tuple[str, str]:
+    return (a.board, a.workspace)

@@ -1,0 +1,153 @@
+"""OpenSearch clients, the core's errors for transport faults, and the per-read time budget."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import opensearchpy
+from opensearchpy import OpenSearch
+
+from suli.backends import opensearch_bodies as bodies
+from suli.deadline import in_force
+from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
+from suli.settings import Settings
+
+T = TypeVar("T")
+
+POOL_MAXSIZE = 32  # kept-alive connections per node (the service's thread pool is 40 wide)
+# The shortest client timeout a read is sent with; a failed leg is asked again only when at
+# least this much of the request's time is left (a shorter ask could not be answered anyway).
+MIN_TIMEOUT_S = 0.05
+
+
+class _OneLine(logging.Filter):
+    """Keeps opensearch-py's line about a failed attempt, drops its traceback.
+
+    Every failure reaches the caller as a core error the edge logs once; a traceback per
+    attempt only costs: with a node frozen, dozens of them rendered at once held the log
+    handler's lock long enough to push 504s far past their deadline.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
+        return True
+
+
+_transport_log = logging.getLogger("opensearch")
+if not any(isinstance(f, _OneLine) for f in _transport_log.filters):
+    _transport_log.addFilter(_OneLine())
+
+
+def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
+    """A client for settings.opensearch_url (comma-separated hosts allowed)."""
+    assert settings.opensearch_url
+    hosts = [h.strip() for h in settings.opensearch_url.split(",") if h.strip()]
+    auth = None
+    if settings.opensearch_user:
+        pw = settings.opensearch_password.get_secret_value() if settings.opensearch_password else ""
+        auth = (settings.opensearch_user, pw)
+    return OpenSearch(
+        hosts=hosts,
+        http_auth=auth,
+        verify_certs=settings.opensearch_verify_certs,
+        ca_certs=settings.opensearch_ca_certs,
+        timeout=settings.opensearch_timeout_s,
+        max_retries=max_retries,
+        retry_on_timeout=False,
+        http_compress=False,
+        # One pooled connection per concurrent caller: the query service runs searches in a
+        # thread pool, and urllib3's default pool of 1 would open (and drop) a new TCP
+        # connection for nearly every concurrent request.
+        pool_maxsize=POOL_MAXSIZE,
+    )
+
+
+def wrap(call: Callable[[], T], what: str) -> T:
+    """Run one client call, turning transport faults into the core's errors."""
+    try:
+        return call()
+    except opensearchpy.ConnectionTimeout as e:
+        raise DeadlineExceeded(f"OpenSearch did not answer {what} in time") from e
+    except opensearchpy.ConnectionError as e:
+        raise BackendUnavailable(f"OpenSearch is unreachable ({what}): {e.info or e}") from e
+    except opensearchpy.NotFoundError as e:
+        raise BackendUnavailable(
+            f"OpenSearch index missing ({what}); run `suli index` first"
+        ) from e
+    except opensearchpy.TransportError as e:
+        status = e.status_code if isinstance(e.status_code, int) else 0
+        if status == 400 and "regexp" in str(e.info):
+            raise InvalidInput("regex: pattern is too complex or not valid here", "regex") from e
+        if status in (429,) or status >= 500:
+            raise BackendUnavailable(f"OpenSearch failed {what} (status {status})") from e
+        raise
+
+
+class Connection:
+    """What every part of the backend shares: settings, the two clients, the time budget."""
+
+    def __init__(self, settings: Settings, dimension: int, model: str = "") -> None:
+        self.settings = settings
+        self.dimension = dimension
+        self.model = model
+        self.alias = settings.index_alias
+        self.acl_index = settings.acl_index
+        self.client = make_client(settings, max_retries=1)
+        # Writes: the transport never retries; the bulk layer owns all retries.
+        self.write_client = make_client(settings, max_retries=0)
+        self._keyed = False  # the live index keys items per workspace (checked on first write)
+        # (embed hash, seq_no, primary_term) by _id, as stored_hashes read them; an upsert that
+        # keeps a stored vector writes only that version of the document.
+        self._seen: dict[str, tuple[str, int, int]] = {}
+        # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
+        self.text_form = bodies.TEXT_FORM
+        # Every workspace in an index of its own (suli.backends.opensearch.workspaces).
+        self.isolated = settings.isolate_workspaces
+        self.workspace: str | None = None  # set on a view of one workspace's index
+        self._workspaces: set[str] = set()  # workspaces whose index is known to exist
+
+    def _left(self, timeout_s: float | None = None, since: float | None = None) -> float:
+        """Seconds one read may take (<= 0 when none): the client's default timeout, cut to
+        `timeout_s` (counted from `since`, a monotonic time) and to the deadline in force."""
+        left = self.settings.opensearch_timeout_s
+        if timeout_s:
+            spent = time.monotonic() - since if since is not None else 0.0
+            left = min(left, timeout_s - spent)
+        deadline = in_force()
+        if deadline is not None:
+            left = min(left, deadline.left())
+        return left
+
+    def _params(self, timeout_s: float | None = None, since: float | None = None) -> dict[str, Any]:
+        """Per-request parameters of one read: the client gives up when the request's time is
+        up, and (`timeout`, for search bodies) OpenSearch stops the search by then too, so no
+        work is left running past the request's deadline. DeadlineExceeded when none is left."""
+        left = self._left(timeout_s, since)
+        if left <= 0:
+            raise DeadlineExceeded("request exceeded its deadline before OpenSearch was asked")
+        left = max(left, MIN_TIMEOUT_S)
+        params: dict[str, Any] = {"request_timeout": left}
+        if timeout_s or in_force() is not None:
+            params["timeout"] = f"{max(int(left * 1000), 50)}ms"
+        return params
+
+    def _search(
+        self,
+        body: dict[str, Any],
+        what: str,
+        index: str | None = None,
+        timeout_s: float | None = None,
+        missing_ok: bool = False,
+    ) -> dict[str, Any]:
+        """One search; `missing_ok`: an index or alias not made yet answers with no hits."""
+        params = self._params(timeout_s)
+        params.pop("timeout", None)
+        if missing_ok:
+            params["ignore_unavailable"] = "true"
+        return wrap(
+            lambda: self.client.search(index=index or self.alias, body=body, params=params), what
+        )

@@ -1,0 +1,262 @@
+"""Reads of the items: both legs in one `_msearch`, browse, get, vectors, facets, references."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import opensearchpy
+
+from suli.backends import opensearch_bodies as bodies
+from suli.backends import opensearch_docs as docs
+from suli.backends import opensearch_vis as visdocs
+from suli.backends.base import FACET_CAP, Facets, Hit, LegQuery, LegResults, MatchSet
+from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
+from suli.backends.opensearch.workspaces import Workspaces
+from suli.errors import InvalidInput, SuliError
+from suli.models import Filters, Item
+from suli.visibility import Visibility
+
+log = logging.getLogger(__name__)
+
+
+class Reads(Workspaces):
+    """Every read of the items, under the caller's visibility (a stored one checked in the
+    same round trip)."""
+
+    def search(self, query: LegQuery) -> LegResults:
+        legs: list[tuple[str, dict[str, Any]]] = []
+        if query.text is not None:
+            text_body = bodies.text_leg(query, self.text_form)
+            # Count every match, not just the `depth` returned: the answer's `total` is exact.
+            text_body["track_total_hits"] = True
+            legs.append(("text", text_body))
+        if query.vector is not None:
+            legs.append(("vector", bodies.vector_leg(query, self.settings.ef_search)))
+        if not legs:
+            return LegResults()
+        lines: list[dict[str, Any]] = []
+        if query.vis.stored is not None:  # the boards' check rides in the same request
+            lines += [{"index": self.acl_index}, visdocs.check_body(query.vis)]
+        for _, body in legs:
+            lines += [self.items_header(query.vis.workspace), body]
+        started = time.monotonic()
+        params = self._params(query.timeout_s, started)
+        search_timeout = params.pop("timeout", None)
+        if search_timeout:
+            for _, body in legs:
+                body["timeout"] = search_timeout
+        t0 = time.perf_counter()
+        resp = wrap(lambda: self.client.msearch(body=lines, params=params), "search")
+        took = (time.perf_counter() - t0) * 1000
+        out: dict[str, list[Hit]] = {"text": [], "vector": []}
+        text_total: int | None = None
+        errors: dict[str, str] = {}
+        timings: dict[str, float] = {"msearch": took}
+        responses = list(resp["responses"])
+        vis = None
+        if query.vis.stored is not None:
+            vis = visdocs.resolved(query.vis, responses.pop(0))
+            if vis is None:  # no current document: these legs may not be used; as before
+                vis = self._from_acls(query.vis)
+                return replace(self.search(replace(query, vis=vis)), vis=vis)
+        for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
+            # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
+            # restarts and its shard copies move, is asked once more before it is reported.
+            # Only when time is left: the ask gets what remains of the request's budget, and a
+            # leg still failing is reported as partial or failed, never waited on past it.
+            all_failed = isinstance(r.get("error"), dict) and r.get("status", 500) >= 500
+            if all_failed or (r.get("_shards") or {}).get("failed"):
+                if self._left(query.timeout_s, started) < MIN_TIMEOUT_S:
+                    log.warning("%s leg failed and no time is left to ask again", legs[n][0])
+                    continue
+                again = self._params(query.timeout_s, started)
+                if "timeout" in again:
+                    body = {**body, "timeout": again.pop("timeout")}
+                if self.isolated:
+                    again["ignore_unavailable"] = "true"
+                index = self.items_index(query.vis.workspace)
+                with contextlib.suppress(opensearchpy.TransportError):
+                    responses[n] = self.client.search(index=index, body=body, params=again)
+        refused: list[str] = []
+        for (leg, _), r in zip(legs, responses, strict=True):
+            if "error" in r:
+                # With a regex, a 400 in either leg comes from the user's pattern (Lucene's
+                # dialect refuses some patterns Python accepts, e.g. "a{2"): bad input, not a fault.
+                if query.regex and (r.get("status") == 400 or "regexp" in str(r["error"])):
+                    raise InvalidInput("regex: pattern is too complex or not valid here", "regex")
+                errors[leg] = docs.leg_error(r)
+                if (kind := docs.refusal(r)) is not None:
+                    refused.append(kind)
+                continue
+            if r.get("timed_out"):
+                errors[leg] = "timed out"
+            elif failed := (r.get("_shards") or {}).get("failed"):
+                # Some shards answered, some did not: keep their hits, say the leg is partial.
+                shards = r["_shards"]
+                first = (shards.get("failures") or [{}])[0].get("reason") or {}
+                why = first.get("type", "error") if isinstance(first, dict) else str(first)
+                errors[leg] = f"{failed} of {shards.get('total', '?')} shards failed: {why}"
+            timings[f"{leg}_took"] = float(r.get("took", 0))
+            total = r["hits"].get("total")
+            counted = isinstance(total, dict) and total.get("relation") == "eq"
+            if leg == "text" and leg not in errors and counted:
+                text_total = int(total["value"])
+            for h in r["hits"]["hits"]:
+                score = float(h["_score"] or 0.0)
+                if leg == "vector":
+                    score = docs.cosine_from_score(score)
+                hl = docs.ordered_highlights(h.get("highlight") or {})
+                src = h["_source"]
+                build = functools.partial(docs.doc_to_item, src)
+                out[leg].append(Hit.deferred(src["id"], src.get("outcome"), score, hl, build))
+        # Equal scores come back in Lucene doc-id order, which segment merges renumber, so
+        # any write (another workspace's too) could reorder them: ties go by item id instead
+        # (bench/term_stats.py: without this, 57-85 % of orders moved where scores moved 7 %).
+        for hits in out.values():
+            hits.sort(key=lambda h: (-h.score, h.id))
+        if len(refused) == len(legs):
+            # Every leg refused: a request the engine will never accept is a fault of Suli's,
+            # not the engine being away ("unavailable, retry shortly" would be untrue). Only
+            # the error types go out; the reasons name indices.
+            log.warning("OpenSearch refused every search leg: %s", "; ".join(errors.values()))
+            raise SuliError(f"OpenSearch refused the search ({', '.join(refused)})")
+        return LegResults(
+            tuple(out["text"]), tuple(out["vector"]), errors, timings, text_total, vis
+        )
+
+    def _read(
+        self,
+        vis: Visibility,
+        make: Callable[[Visibility], dict[str, Any]],
+        what: str,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """One search of the items under `vis`; a stored visibility's check rides along in
+        the same `_msearch` (one round trip), and a failed check falls back to the ACLs."""
+        if vis.stored is None:
+            return self._items_search(vis, make(vis), what, timeout_s)
+        params = self._params(timeout_s)
+        params.pop("timeout", None)
+        lines = [
+            {"index": self.acl_index},
+            visdocs.check_body(vis),
+            self.items_header(vis.workspace),
+            make(vis),
+        ]
+        check, got = wrap(lambda: self.client.msearch(body=lines, params=params), what)["responses"]
+        if visdocs.resolved(vis, check) is None:
+            return self._items_search(vis, make(self._from_acls(vis)), what, timeout_s)
+        if "error" in got:  # raised as the plain search would have raised it
+            err = got["error"]
+            kind = err.get("type", "error") if isinstance(err, dict) else str(err)
+            status = int(got.get("status") or 500)
+            cls = opensearchpy.exceptions.HTTP_EXCEPTIONS.get(status, opensearchpy.TransportError)
+
+            def fail() -> dict[str, Any]:
+                raise cls(status, kind, err)
+
+            return wrap(fail, what)
+        return dict(got)
+
+    def _items_search(
+        self, vis: Visibility, body: dict[str, Any], what: str, timeout_s: float | None
+    ) -> dict[str, Any]:
+        index = self.items_index(vis.workspace)
+        return self._search(body, what, index=index, timeout_s=timeout_s, missing_ok=self.isolated)
+
+    def browse(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        limit: int,
+        timeout_s: float | None = None,
+        regex: str | None = None,
+    ) -> tuple[list[Item], int]:
+        try:
+            r = self._read(
+                vis,
+                lambda v: bodies.browse_body(v, filters, limit, regex),
+                "browse",
+                timeout_s=timeout_s,
+            )
+        except opensearchpy.RequestError as e:
+            if regex:  # the only user-made part of a browse body that OpenSearch can refuse
+                raise InvalidInput(
+                    "regex: pattern is too complex or not valid here", "regex"
+                ) from e
+            raise
+        items = [docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
+        return items, int(r["hits"]["total"]["value"])
+
+    def get_many(self, vis: Visibility, ids: Sequence[str]) -> dict[str, Item]:
+        if not ids:
+            return {}
+        wanted = list(dict.fromkeys(ids))
+        r = self._read(vis, lambda v: bodies.ids_body(v, wanted), "get")
+        return {h["_source"]["id"]: docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]}
+
+    def vectors(self, vis: Visibility, ids: Sequence[str]) -> dict[str, list[float]]:
+        if not ids:
+            return {}
+        wanted = list(dict.fromkeys(ids))
+        r = self._read(
+            vis, lambda v: bodies.ids_body(v, wanted, source=["id", "vector"]), "vectors"
+        )
+        return {h["_source"]["id"]: h["_source"]["vector"] for h in r["hits"]["hits"]}
+
+    def facets(
+        self,
+        vis: Visibility,
+        filters: Filters,
+        match: MatchSet | None = None,
+        cap: int = FACET_CAP,
+        timeout_s: float | None = None,
+    ) -> Facets:
+        r = self._read(
+            vis, lambda v: bodies.facets_body(v, filters, match, cap), "facets", timeout_s
+        )
+        values: dict[str, list[tuple[str, int]]] = {}
+        more: dict[str, bool] = {}
+        for name, agg in (r.get("aggregations") or {}).items():
+            buckets = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+            values[name], more[name] = buckets[:cap], len(buckets) > cap
+        return Facets(total=int(r["hits"]["total"]["value"]), values=values, more=more)
+
+    def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
+        r = self._read(vis, lambda v: bodies.referencing_body(v, item_id, limit), "related")
+        return [docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
+
+    def count(self) -> int:
+        if self.isolated:
+            body = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
+            got = self._search_many(self.every_items_index(), body, "count")
+            return int(got["hits"]["total"]["value"])
+        params = self._params()
+        params.pop("timeout", None)
+        r = wrap(lambda: self.client.count(index=self.alias, params=params), "count")
+        return int(r["count"])
+
+    def all_items(self) -> Iterator[Item]:
+        body = {
+            "size": 500,
+            "query": {"match_all": {}},
+            "sort": [{"workspace": "asc"}, {"id": "asc"}],
+            "_source": {"excludes": bodies.SOURCE_EXCLUDES},
+        }
+        names = self.every_items_index()
+        while True:  # search_after on (workspace, id), unique: stable pages without a scroll
+            if self.isolated:
+                r = self._search_many(names, body, "export")
+            else:
+                r = self._search(body, "export")
+            hits = r["hits"]["hits"]
+            if not hits:
+                return
+            yield from (docs.doc_to_item(h["_source"]) for h in hits)
+            body["search_after"] = hits[-1]["sort"]

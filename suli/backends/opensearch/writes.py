@@ -1,0 +1,246 @@
+"""Bulk writes of items: upsert and delete with one retry layer per kind of fault."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import opensearchpy
+from opensearchpy import helpers
+from tenacity import (
+    Retrying,
+    before_sleep_log,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
+
+from suli.backends import keys
+from suli.backends import opensearch_bodies as bodies
+from suli.backends import opensearch_docs as docs
+from suli.backends.base import KEEP_GONE, BulkOutcome
+from suli.backends.opensearch.workspaces import Workspaces
+from suli.embedding import embed_hash
+from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
+from suli.models import Item
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = {429, 502, 503, 504}  # transient: re-send; any other item error is a rejection
+# `suli reindex` write-blocks the old index for the moment of its alias swap; a write refused
+# by that block is re-sent and lands, through the alias, in the new index.
+WRITE_BLOCK = "index write (api)"
+BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on an item
+BULK_CHUNK = 500
+
+
+class Writes(Workspaces):
+    """Items into the live index (or a named one, for `suli reindex`); every id ends indexed,
+    missing or rejected with its reason."""
+
+    def _retrying(self) -> Retrying:
+        """Connection faults: retry the whole request with exponential back-off and jitter."""
+        return Retrying(
+            retry=retry_if_exception_type(
+                (opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout)
+            ),
+            # 0.5 s doubling to 15 s plus up to 1 s of jitter (wait_exponential_jitter's
+            # `initial` is deprecated in newer tenacity; this spelling works in all versions).
+            wait=wait_exponential(multiplier=0.5, max=15) + wait_random(0, 1),
+            stop=stop_after_attempt(8),
+            before_sleep=before_sleep_log(log, logging.WARNING),
+            reraise=True,
+        )
+
+    def _bulk(self, actions: list[dict[str, Any]], index: str | None = None) -> BulkOutcome:
+        """Send actions; re-send items failing with 429/5xx; every id ends indexed or rejected.
+        Actions are keyed by storage key; the outcome names item ids (keys.split)."""
+        target = index or self.alias
+        pending = {a["_id"]: a for a in actions}
+        done: list[str] = []
+        missing: list[str] = []
+        rejected: dict[str, str] = {}
+        retries = 0
+        for round_no in range(BULK_ROUNDS):
+            if not pending:
+                break
+            if round_no:
+                retries += len(pending)
+                delay = min(15.0, 0.5 * 2 ** (round_no - 1)) * (0.5 + random.random())
+                log.warning(
+                    "re-sending %d items after transient errors (round %d, %.1fs)",
+                    len(pending),
+                    round_no,
+                    delay,
+                )
+                time.sleep(delay)
+            batch = list(pending.values())
+            results: list[tuple[bool, dict[str, Any]]] = []
+            for attempt in self._retrying():
+                with attempt:
+                    results = list(
+                        helpers.streaming_bulk(
+                            self.write_client,
+                            batch,
+                            index=target,
+                            chunk_size=BULK_CHUNK,
+                            max_retries=0,  # the loop above is the only re-send layer
+                            request_timeout=self.settings.opensearch_bulk_timeout_s,
+                            raise_on_error=False,
+                            raise_on_exception=False,
+                        )
+                    )
+                    # streaming_bulk swallows connection errors per chunk: surface them here.
+                    # A read timeout is one too (its status is "TIMEOUT", not "N/A"); the
+                    # re-send is safe because index and delete by _id are idempotent.
+                    for ok, info in results:
+                        op = next(iter(info.values()))
+                        exc = op.get("exception")
+                        if not ok and isinstance(exc, opensearchpy.ConnectionError):
+                            raise exc
+                        if not ok and op.get("status") == "N/A":
+                            raise opensearchpy.ConnectionError("N/A", str(op.get("error")), None)
+            for ok, info in results:
+                op = next(iter(info.values()))
+                item_id = op.get("_id")
+                if ok:
+                    done.append(item_id)
+                    pending.pop(item_id, None)
+                    continue
+                status = op.get("status")
+                if isinstance(status, int) and status in RETRY_STATUSES:
+                    continue  # stays pending for the next round
+                if status == 403 and WRITE_BLOCK in str(op.get("error")):
+                    continue  # a reindex is swapping the alias: re-send
+                if op.get("result") == "not_found" or status == 404:
+                    missing.append(item_id)  # delete of an absent id: nothing to do
+                    pending.pop(item_id, None)
+                    continue
+                err = op.get("error")
+                reason = err.get("reason") if isinstance(err, dict) else str(err)
+                etype = err.get("type") if isinstance(err, dict) else "error"
+                rejected[item_id] = f"{etype}: {reason}"
+                pending.pop(item_id, None)
+        for item_id in pending:
+            rejected[item_id] = f"still failing after {BULK_ROUNDS} rounds of back-off"
+
+        def ids(stored: list[str]) -> tuple[str, ...]:
+            return tuple(keys.split(k)[1] for k in stored)
+
+        return BulkOutcome(
+            indexed=ids(done),
+            rejected={keys.split(k)[1]: why for k, why in rejected.items()},
+            retries=retries,
+            missing=ids(missing),
+        )
+
+    def upsert(
+        self, items: Sequence[tuple[Item, Sequence[float] | None]], index: str | None = None
+    ) -> BulkOutcome:
+        if index is None:
+            self._keys_ok()
+        actions = []
+        keep: set[str] = set()  # ids whose stored vector is kept: a partial update
+        unseen: list[str] = []
+        for item, vec in items:
+            ehash = embed_hash(self.model, item.embed_text())
+            if vec is None:
+                key = keys.key(item.workspace, item.id)
+                doc = docs.item_to_doc(item, (), ehash)
+                del doc["vector"]
+                keep.add(item.id)
+                seen = self._seen.pop(key, None)
+                if seen is None or seen[0] != ehash:  # not read by stored_hashes: cannot keep
+                    unseen.append(item.id)
+                    continue
+                # Applied only if nobody wrote the document since its hash was read (a 409
+                # then); an unchanged document is a no-op (detect_noop).
+                actions.append(
+                    {
+                        "_op_type": "update",
+                        "_id": key,
+                        "if_seq_no": seen[1],
+                        "if_primary_term": seen[2],
+                        "_source": {"doc": doc},
+                    }
+                )
+                continue
+            if len(vec) != self.dimension:
+                raise InvalidInput(
+                    f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector"
+                )
+            actions.append(
+                {
+                    "_op_type": "index",
+                    "_id": keys.key(item.workspace, item.id),
+                    "_source": docs.item_to_doc(item, vec, ehash),
+                }
+            )
+        out = self._bulk(actions, index) if index else self._bulk_routed(actions)
+        # Deleted (404) or written (409) since its hash was read: nothing was written.
+        gone = [i for i in [*out.missing, *out.rejected, *unseen] if i in keep]
+        if not gone:
+            return out
+        return BulkOutcome(
+            indexed=out.indexed,
+            rejected={**out.rejected, **dict.fromkeys(gone, KEEP_GONE)},
+            retries=out.retries,
+            missing=tuple(i for i in out.missing if i not in keep),
+        )
+
+    def stored_hashes(self, keyed: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        if not keyed:
+            return {}
+        ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
+        try:
+            body = bodies.stored_hashes_body(ids)
+            if self.isolated:
+                names = sorted({self.items_index(w) for w, _ in keyed})
+                r = self._search_many(names, body, "stored hashes")
+            else:
+                r = self._search(body, "stored hashes")
+        except (BackendUnavailable, DeadlineExceeded) as e:
+            # Only an optimisation: while shards move (a node lost) the items are embedded
+            # again rather than the write path failing on a read.
+            log.warning("stored hashes not readable (%s): embedding those items again", e)
+            return {}
+        out: dict[tuple[str, str], str] = {}
+        for h in r["hits"]["hits"]:
+            s = h["_source"]
+            if s.get("embedded_text_sha"):
+                out[(s["workspace"], s["id"])] = s["embedded_text_sha"]
+                # kept for the upsert that follows: it writes only this version
+                self._seen[h["_id"]] = (s["embedded_text_sha"], h["_seq_no"], h["_primary_term"])
+        return out
+
+    def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
+        self._keys_ok()
+        wanted = list(dict.fromkeys(ids))
+        if self.isolated and not self._workspace_ready(workspace, create=False):
+            return BulkOutcome(indexed=(), rejected={}, retries=0, missing=tuple(wanted))
+        return self._bulk_routed(
+            [{"_op_type": "delete", "_id": keys.key(workspace, i)} for i in wanted]
+        )
+
+    def _bulk_routed(self, actions: list[dict[str, Any]]) -> BulkOutcome:
+        """Actions into the live index; isolated, each into its workspace's (made on the
+        workspace's first write), the outcomes joined."""
+        if not self.isolated:
+            return self._bulk(actions)
+        by_workspace: dict[str, list[dict[str, Any]]] = {}
+        for a in actions:
+            by_workspace.setdefault(keys.split(a["_id"])[0], []).append(a)
+        parts = []
+        for workspace, group in by_workspace.items():
+            self._workspace_ready(workspace, create=True)
+            parts.append(self._bulk(group, self.items_index(workspace)))
+        return BulkOutcome(
+            indexed=tuple(i for p in parts for i in p.indexed),
+            rejected={k: v for p in parts for k, v in p.rejected.items()},
+            retries=sum(p.retries for p in parts),
+            missing=tuple(i for p in parts for i in p.missing),
+        )

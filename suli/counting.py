@@ -1,0 +1,66 @@
+"""`total` of a search: how many visible items it matched, exactly or as a lower bound.
+
+See docs/decisions.md, "Search answers": the visible items the words match under the filters,
+all of them (not just the depth the word leg returned), plus the kept meaning-only hits that
+are not word matches; "gte" where the engine could not count. When facets are asked for they
+are counted over the same set, so their total is the search's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from suli.backends.base import FACET_CAP, Facets, LegQuery, LegResults, MatchSet
+from suli.models import SearchRequest
+from suli.ranking import Ranked
+from suli.settings import Settings
+
+Relation = Literal["eq", "gte"]
+# Facets of a MatchSet with up to `cap` values each (0: only the total), under the request's
+# visibility and filters.
+CountFacets = Callable[[MatchSet, int], Facets]
+
+
+def vector_may_hold_more(settings: Settings, query: LegQuery, legs: LegResults) -> bool:
+    """A vector leg cut at depth whose last hit still passes the gates may hold more."""
+    if query.vector is None or len(legs.vector) < query.depth or not legs.vector:
+        return False
+    best, last = legs.vector[0].score, legs.vector[-1].score
+    return last >= settings.meaning_floor and last >= best - settings.meaning_margin
+
+
+def search_total(
+    settings: Settings,
+    req: SearchRequest,
+    query: LegQuery,
+    legs: LegResults,
+    scored: Sequence[Ranked],
+    count_facets: CountFacets,
+) -> tuple[int, Relation, Facets | None]:
+    """(total, its relation, the facets when `req` asks for them)."""
+    meaning_only = tuple(r.id for r in scored if "text" not in r.fused.legs)
+    text_counted = (
+        query.text is not None and "text" not in legs.errors and legs.text_total is not None
+    )
+    vector_lost = query.vector is None and req.mode != "text"  # embedder failed: degraded
+    vector_open = vector_may_hold_more(settings, query, legs) or "vector" in legs.errors
+    relation: Relation = "gte" if vector_open or vector_lost else "eq"
+    if query.text is not None and text_counted:
+        match = MatchSet(query.text, query.text_fields, query.regex, meaning_only)
+    else:
+        # No word leg (vector mode) or one that failed: count what was found.
+        match = MatchSet(regex=query.regex, ids=tuple(r.id for r in scored))
+        if query.text is not None:
+            relation = "gte"
+    if req.facets:
+        facets = count_facets(match, FACET_CAP)
+        return facets.total, relation, facets
+    if not text_counted:
+        return len(scored), relation, None
+    assert legs.text_total is not None
+    if legs.text_total > len(legs.text) and meaning_only:
+        # The word leg was cut at depth: a meaning-only hit may be a word match further
+        # down. The engine counts the union exactly.
+        return count_facets(match, 0).total, relation, None
+    return legs.text_total + len(meaning_only), relation, None
