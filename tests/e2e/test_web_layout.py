@@ -151,9 +151,10 @@ def test_a_long_agent_name_stays_whole_on_its_line(page: Page, site: Site, artif
     assert len(LONG_AGENT) == len(SOLID_AGENT) == 80
     sign_in(page, site, "one")
     # The Agent filter: one line, cut with an ellipsis, the whole name in the DOM and the title.
-    label = page.locator("fieldset.facet").filter(has_text="Agent").locator(".option-label")
+    option = page.locator("fieldset.facet").filter(has_text="Agent").locator("label.option")
+    label = option.locator(".option-label")
     expect(label).to_have_text(LONG_AGENT)
-    expect(label).to_have_attribute("title", LONG_AGENT)
+    expect(option).to_have_attribute("title", LONG_AGENT)
     style = label.evaluate(
         "el => { const s = getComputedStyle(el); return [s.whiteSpace, s.textOverflow, "
         "parseFloat(s.lineHeight) || parseFloat(s.fontSize) * 1.5, el.scrollWidth, "
