@@ -1,4 +1,9 @@
-"""Text embeddings: the Embedder protocol, the bundled MiniLM model, a fake, and a vector cache."""
+"""Text embeddings: the Embedder protocol, the bundled MiniLM model, a fake, and a vector cache.
+
+The cache keeps document vectors (by exact text) and query vectors (by normalised query text),
+so a repeated query never loads the model: `build_embedder(..., lazy=True)` defers loading it
+(about a second of onnxruntime start-up) until a text is not in the cache.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import importlib.metadata
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -250,8 +256,20 @@ CREATE TABLE IF NOT EXISTS vectors (
     text_sha256 BLOB NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (embedder, text_sha256)
-) WITHOUT ROWID
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS query_vectors (
+    embedder TEXT NOT NULL,
+    text_sha256 BLOB NOT NULL,
+    vector BLOB NOT NULL,
+    used_at REAL NOT NULL,
+    PRIMARY KEY (embedder, text_sha256)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS query_vectors_used ON query_vectors (used_at)
 """
+# Query vectors kept on disk: enough for every query a person or an agent repeats; past it the
+# least recently used go, so a service answering endless distinct queries does not grow the
+# file without bound (1.5 KB a query at 384 dimensions: about 15 MB at the cap).
+QUERY_CACHE_ROWS = 10_000
 # Well under SQLite's bound-parameter limit (32766; 999 on old builds).
 _CHUNK = 500
 
@@ -276,7 +294,7 @@ class VectorCache:
             self._conn.execute("PRAGMA journal_mode=WAL")
             # A lost last commit after a power cut only costs a re-embed.
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
+            self._conn.executescript(_SCHEMA)
 
     def get_many(self, embedder: str, texts: Sequence[str]) -> list[FloatArray | None]:
         """The cached vector of each text, or None where there is none."""
@@ -309,6 +327,30 @@ class VectorCache:
         with self._lock, self._conn:
             self._conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
 
+    def get_query(self, embedder: str, text: str) -> FloatArray | None:
+        """The stored vector of a normalised query text (see query_key), or None."""
+        key = _text_key(text)
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT vector FROM query_vectors WHERE embedder = ? AND text_sha256 = ?",
+                (embedder, key),
+            ).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype="<f4").astype(np.float32)
+
+    def put_query(self, embedder: str, text: str, vector: FloatArray, cap: int) -> None:
+        """Store a query's vector; past `cap` rows the least recently stored ones go."""
+        blob = np.ascontiguousarray(vector, dtype="<f4").tobytes()
+        with self._lock, self._conn:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO query_vectors VALUES (?, ?, ?, ?)",
+                (embedder, _text_key(text), blob, time.time()),
+            )
+            self._conn.execute(
+                "DELETE FROM query_vectors WHERE used_at < (SELECT used_at FROM query_vectors"
+                " ORDER BY used_at DESC LIMIT 1 OFFSET ?)",
+                (cap - 1,),
+            )
+
     def close(self) -> None:
         """Close the database connection."""
         with self._lock:
@@ -321,14 +363,65 @@ class VectorCache:
         self.close()
 
 
-class CachedEmbedder:
-    """An Embedder that embeds only texts missing from a VectorCache; queries in a small LRU."""
+def query_key(text: str) -> str:
+    """The form of a query its stored vector is found by: runs of whitespace as one space,
+    none at the ends. Both models split words on whitespace, so every text with one key has
+    the same tokens and the same vector (a test checks it on the real model)."""
+    return " ".join(text.split())
 
-    def __init__(self, inner: Embedder, cache: VectorCache, query_cache_size: int = 256) -> None:
+
+class LazyEmbedder:
+    """An Embedder whose model is built on first use: a command answered from the vector
+    cache never pays for loading it. `name` and `dimension` are known without loading."""
+
+    def __init__(self, build: Callable[[], Embedder], name: str, dimension: int) -> None:
+        self._build = build
+        self._model: Embedder | None = None
+        self._lock = threading.Lock()  # two threads missing at once load the model once
+        self.name = name
+        self.dimension = dimension
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> Embedder:
+        """The model, built now if it was not yet."""
+        with self._lock:
+            if self._model is None:
+                self._model = self._build()
+            return self._model
+
+    def embed_documents(
+        self, texts: Sequence[str], *, on_progress: ProgressFn | None = None
+    ) -> FloatArray:
+        """The model's vectors (loading it first if needed)."""
+        return self.load().embed_documents(texts, on_progress=on_progress)
+
+    def embed_query(self, text: str) -> FloatArray:
+        """The model's query vector (loading it first if needed)."""
+        return self.load().embed_query(text)
+
+
+class CachedEmbedder:
+    """An Embedder that embeds only texts missing from a VectorCache. Query vectors are kept
+    in memory (an LRU of query_cache_size) and on disk (up to QUERY_CACHE_ROWS), by model
+    and normalised query text."""
+
+    def __init__(
+        self,
+        inner: Embedder,
+        cache: VectorCache,
+        query_cache_size: int = 256,
+        query_rows: int = QUERY_CACHE_ROWS,
+    ) -> None:
         self.inner = inner
         self.cache = cache
         self.name = inner.name  # same vectors as inner, so same name
         self.dimension = inner.dimension
+        self.query_rows = query_rows
+        # Its own key space: a model may embed a query unlike a document of the same text.
+        self._query_space = f"{inner.name}\0query"
         self._query = functools.lru_cache(maxsize=query_cache_size)(self._embed_query)
 
     def embed_documents(
@@ -359,18 +452,36 @@ class CachedEmbedder:
         return out
 
     def embed_query(self, text: str) -> FloatArray:
-        """The inner embedder's vector, remembered for the last query_cache_size queries."""
-        return self._query(text).copy()  # a copy: callers may modify what they get
+        """The query's vector: from memory, else from the cache file, else from the model
+        (then stored in both)."""
+        return self._query(query_key(text)).copy()  # a copy: callers may modify what they get
 
-    def _embed_query(self, text: str) -> FloatArray:
-        return self.inner.embed_query(text)
+    def _embed_query(self, key: str) -> FloatArray:
+        vec = self.cache.get_query(self._query_space, key)
+        if vec is not None and vec.shape == (self.dimension,):
+            return vec
+        vec = self.inner.embed_query(key)
+        self.cache.put_query(self._query_space, key, vec, self.query_rows)
+        return vec
 
 
-def build_embedder(name: str, cache_path: Path | None = None, *, batch_size: int = 8) -> Embedder:
-    """The embedder called name ("minilm" or "fake"), cached in cache_path if given."""
+def build_embedder(
+    name: str, cache_path: Path | None = None, *, batch_size: int = 8, lazy: bool = False
+) -> Embedder:
+    """The embedder called name ("minilm" or "fake"), cached in cache_path if given.
+
+    lazy: load the model only when a text is not in the cache (for one-shot commands; a
+    long-running service loads it at start so its first query is not the slow one)."""
     inner: Embedder
     if name == "minilm":
-        inner = MiniLMEmbedder(batch_size=batch_size)
+        if lazy:
+            inner = LazyEmbedder(
+                lambda: MiniLMEmbedder(batch_size=batch_size),
+                MiniLMEmbedder.name,
+                MiniLMEmbedder.dimension,
+            )
+        else:
+            inner = MiniLMEmbedder(batch_size=batch_size)
     elif name == "fake":
         inner = FakeEmbedder()
     else:
