@@ -363,11 +363,16 @@ class VectorCache:
         self.close()
 
 
+_GAPS = re.compile(r"[ \t\n\r]+")
+
+
 def query_key(text: str) -> str:
-    """The form of a query its stored vector is found by: runs of whitespace as one space,
-    none at the ends. Both models split words on whitespace, so every text with one key has
-    the same tokens and the same vector (a test checks it on the real model)."""
-    return " ".join(text.split())
+    """The form of a query its stored vector is found by: runs of spaces, tabs and line breaks
+    as one space, none at the ends. Both models split words on exactly these, so every text
+    with one key has the same tokens and the same vector (a test checks it on the real
+    tokenizer). Other Unicode spaces are kept as they are: the tokenizer drops some controls
+    that Python would count as spaces."""
+    return _GAPS.sub(" ", text).strip(" ")
 
 
 class LazyEmbedder:
