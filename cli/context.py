@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import click
@@ -52,10 +53,8 @@ def embed_query_first(s: Searcher, text: str) -> None:
     then does not eat the search's embedding budget (past it the vector leg would be dropped
     as degraded), and the search's own call finds the vector in memory. A failure here is
     left to the search, which reports it as a degraded vector leg."""
-    try:
+    with contextlib.suppress(Exception):  # the search says what failed, once
         s.embedder.embed_query(text)
-    except Exception:  # noqa: BLE001, S110 - the search says what failed, once
-        pass
 
 
 def load_model(s: Searcher) -> None:

@@ -92,9 +92,7 @@ def test_the_query_cache_keeps_only_the_most_recent_rows(tmp_path: Path) -> None
     st.lists(st.sampled_from(["deploy", "Check", "list", "ünïcode", "42"]), min_size=1, max_size=5),
     st.lists(st.sampled_from([" ", "  ", "\t", "\n", "\r\n", " \r\t"]), min_size=6, max_size=6),
 )
-def test_texts_with_one_key_get_one_vector_from_the_fake(
-    words: list[str], gaps: list[str]
-) -> None:
+def test_texts_with_one_key_get_one_vector_from_the_fake(words: list[str], gaps: list[str]) -> None:
     # Any whitespace between, before and after the words: the same key, the same vector.
     spaced = gaps[0] + "".join(w + gaps[i + 1] for i, w in enumerate(words))
     assert query_key(spaced) == " ".join(words)
@@ -150,9 +148,9 @@ def test_suli_search_with_a_known_query_vector_loads_no_model(tmp_path: Path) ->
     )
     env = {**os.environ, "SULI_HOME": str(home), "SULI_EMBEDDER": "minilm"}
     env.pop("SULI_OPENSEARCH_URL", None)
+    args = ["--db", str(db), "search", "deploy", "checklist", "--as", "prn_ana", "--json"]
     out = subprocess.run(
-        [sys.executable, "-c", code, "--db", str(db), "search", "deploy", "checklist",
-         "--as", "prn_ana", "--json"],  # fmt: skip
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         env=env,
