@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -21,9 +21,12 @@ from rich.progress import (
 import mappings
 from cli.context import settings as get_settings
 from cli.output import emit_json, handle_errors, json_option
-from suli.backends.opensearch import OpenSearchBackend
+from cli.rejects import rejects_files
 from suli.errors import InvalidInput, NotFound
 from suli.settings import Settings
+
+if TYPE_CHECKING:
+    from suli.backends.opensearch import OpenSearchBackend
 
 
 def _opensearch(ctx: click.Context, dimension: int = 0, model: str = "") -> OpenSearchBackend:
@@ -33,6 +36,9 @@ def _opensearch(ctx: click.Context, dimension: int = 0, model: str = "") -> Open
             "backend: this command needs the OpenSearch backend (set SULI_OPENSEARCH_URL)",
             "backend",
         )
+    # Here, not at the top: `suli status` on the embedded store never imports the client.
+    from suli.backends.opensearch import OpenSearchBackend
+
     backend = OpenSearchBackend(settings, dimension, model)
     ctx.call_on_close(backend.close)
     return backend
@@ -269,7 +275,8 @@ def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None
     settings = get_settings(ctx)
     model, dimension = _expected_model(settings)
     # Only the named paths and $SULI_HOME/rejects: never whatever the current directory holds.
-    paths = list(rejects) or [rejects_dir(settings)]
+    # In a folder only rejects files count (FILE.rejects.jsonl, reindex-*.jsonl), not inputs.
+    paths = rejects_files(list(rejects) or [rejects_dir(settings)])
     if settings.backend != "opensearch":
         body = _embedded_status(settings, model, dimension, paths)
         emit_json(body) if as_json else _embedded_lines(body)
