@@ -22,6 +22,7 @@ import mappings
 from cli.context import settings as get_settings
 from cli.output import emit_json, handle_errors, json_option
 from cli.rejects import rejects_files
+from cli.schemas import expected_model
 from suli.errors import InvalidInput, NotFound
 from suli.settings import Settings
 
@@ -42,16 +43,6 @@ def _opensearch(ctx: click.Context, dimension: int = 0, model: str = "") -> Open
     backend = OpenSearchBackend(settings, dimension, model)
     ctx.call_on_close(backend.close)
     return backend
-
-
-def _expected_model(settings: Settings) -> tuple[str, int]:
-    """The configured model's name and dimension, without loading it."""
-    from suli.embedding import FakeEmbedder, MiniLMEmbedder
-
-    if settings.embedder == "fake":
-        fake = FakeEmbedder()
-        return fake.name, fake.dimension
-    return MiniLMEmbedder.name, MiniLMEmbedder.dimension
 
 
 def rejects_dir(settings: Settings) -> Path:
@@ -273,7 +264,7 @@ def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None
     from indexer.inventory import status as cluster_status
 
     settings = get_settings(ctx)
-    model, dimension = _expected_model(settings)
+    model, dimension = expected_model(settings)
     # Only the named paths and $SULI_HOME/rejects: never whatever the current directory holds.
     # In a folder only rejects files count (FILE.rejects.jsonl, reindex-*.jsonl), not inputs.
     paths = rejects_files(list(rejects) or [rejects_dir(settings)])
