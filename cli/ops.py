@@ -7,16 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 import mappings
 from cli.context import settings as get_settings
@@ -27,6 +17,8 @@ from suli.errors import InvalidInput, NotFound
 from suli.settings import Settings
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from suli.backends.opensearch import OpenSearchBackend
 
 
@@ -54,6 +46,17 @@ class _Bar:
     """One progress bar on stderr whose label follows the reindex phase; ETA while copying."""
 
     def __init__(self, enabled: bool) -> None:
+        # rich only here: `suli status` and `suli indices` draw no bar.
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.progress = Progress(
             TextColumn("{task.description:<9}"),
             BarColumn(),
@@ -261,8 +264,6 @@ def _report_lines(body: dict[str, Any]) -> list[str]:
 def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None:
     """The store: on OpenSearch cluster health, nodes, the alias and its index; on the embedded
     store its file; then model, counts and pending rejects."""
-    from indexer.inventory import status as cluster_status
-
     settings = get_settings(ctx)
     model, dimension = expected_model(settings)
     # Only the named paths and $SULI_HOME/rejects: never whatever the current directory holds.
@@ -272,6 +273,8 @@ def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None
         body = _embedded_status(settings, model, dimension, paths)
         emit_json(body) if as_json else _embedded_lines(body)
         return
+    from indexer.inventory import status as cluster_status
+
     backend = _opensearch(ctx, dimension, model)
     body = cluster_status(
         backend.client,
@@ -292,7 +295,7 @@ def _embedded_status(
     settings: Settings, model: str, dimension: int, rejects: list[Path]
 ) -> dict[str, Any]:
     """The embedded store's status; a missing store file is reported, not created."""
-    from indexer.inventory import count_rejects
+    from cli.rejects import count_rejects  # not indexer.inventory's: that imports opensearchpy
     from suli.backends.embedded import EmbeddedBackend
 
     path = settings.sqlite_path
