@@ -7,6 +7,7 @@ so a repeated query never loads the model: `build_embedder(..., lazy=True)` defe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -462,11 +463,17 @@ class CachedEmbedder:
         return self._query(query_key(text)).copy()  # a copy: callers may modify what they get
 
     def _embed_query(self, key: str) -> FloatArray:
-        vec = self.cache.get_query(self._query_space, key)
+        # The file only saves work: one that cannot be read or written (read-only, locked
+        # past the timeout) must not cost a search its vector leg.
+        try:
+            vec = self.cache.get_query(self._query_space, key)
+        except sqlite3.Error:
+            vec = None
         if vec is not None and vec.shape == (self.dimension,):
             return vec
         vec = self.inner.embed_query(key)
-        self.cache.put_query(self._query_space, key, vec, self.query_rows)
+        with contextlib.suppress(sqlite3.Error):
+            self.cache.put_query(self._query_space, key, vec, self.query_rows)
         return vec
 
 

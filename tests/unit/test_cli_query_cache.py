@@ -197,3 +197,14 @@ def _tokenizer() -> Any:
 
 
 _TOKENIZER: Any = None
+
+
+def test_a_cache_file_that_cannot_be_written_costs_no_query_its_vector(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    VectorCache(path).close()
+    inner = Counting()
+    emb = CachedEmbedder(inner, VectorCache(path))
+    emb.cache._conn.execute("PRAGMA query_only = ON")  # every write now fails, as read-only
+    got = emb.embed_query("deploy checklist")
+    assert np.array_equal(got, FakeEmbedder(16).embed_query("deploy checklist"))
+    assert inner.queries == ["deploy checklist"]
