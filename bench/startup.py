@@ -6,13 +6,15 @@ run interleaved, so a load that comes and goes weighs on all three alike; the lo
 and the core count are written beside the figures, since on a shared machine they move them.
 
 Run from the repo root: .venv/bin/python -m bench.startup [--runs 20] [--out PATH]
-(default output bench/results/startup-<UTC date>.txt).
+[--base DIR] (default output bench/results/startup-<UTC date>.txt). --base DIR adds the same
+search run from another source tree (e.g. `git archive` of an older commit), for a before/after.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,14 +28,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SULI = Path(sys.executable).with_name("suli")
 GOALS = {"suli --version": 0.15, "suli search": 0.5}
 QUERY = ("deploy", "checklist")
+BASE_CODE = "import sys; sys.argv[0] = 'suli'; from cli.main import cli; cli()"
 HEAVY = ("onnxruntime", "tokenizers", "httpx", "rich", "opensearchpy", "fastapi", "uvicorn")
 
 
-def _run(argv: Sequence[str], env: dict[str, str]) -> float:
-    """Wall seconds of one run (it must succeed)."""
+def _run(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run (it must succeed). CPU time
+    moves less with the machine's load than wall time does, so both are reported."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    # cwd "/": `python -c` puts the current directory first on sys.path, which would shadow
+    # a --base tree given through PYTHONPATH.
+    subprocess.run(
+        argv, env=env, cwd="/", check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def top_imports(argv: Sequence[str], env: dict[str, str], n: int = 12) -> list[tuple[int, str]]:
@@ -73,41 +84,53 @@ def prepare(home: Path) -> tuple[dict[str, str], Path]:
     return env, db
 
 
-def measure(runs: int, home: Path) -> str:
+def measure(runs: int, home: Path, base: Path | None = None) -> str:
     """The report: commands, load, per-command wall times and their top imports."""
     env, db = prepare(home)
+    search = ["--db", str(db), "search", *QUERY, "--as", "prn_ana"]
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "suli --version": [str(SULI), "--version"],
-        "suli search": [str(SULI), "--db", str(db), "search", *QUERY, "--as", "prn_ana"],
+        "suli search": [str(SULI), *search],
     }
+    envs = {name: env for name in commands}
+    if base is not None:
+        commands["search (--base)"] = [sys.executable, "-c", BASE_CODE, *search]
+        envs["search (--base)"] = {**env, "PYTHONPATH": str(base.resolve())}
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
-            times[name].append(_run(argv, env))
+            wall, used = _run(argv, envs[name])
+            times[name].append(wall)
+            cpu[name].append(used)
     load_after = os.getloadavg()
-    base = statistics.median(times["python -c pass"])
+    floor = statistics.median(times["python -c pass"])
     lines = [
         f"bench/startup.py, {datetime.now(UTC).isoformat(timespec='seconds')}",
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores, "
         f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
         f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}",
-        f"{runs} runs each, interleaved; store {db.name} (the demo's 1,000 items), "
+        (f"--base {base}\n" if base else "")
+        + f"{runs} runs each, interleaved; store {db.name} (the demo's 1,000 items), "
         f"query {' '.join(QUERY)!r} with its vector cached (SULI_EMBEDDER={env['SULI_EMBEDDER']})",
         "",
     ]
     for name, xs in times.items():
-        over = "" if name == "python -c pass" else f"  (+{statistics.median(xs) - base:.3f} s)"
+        over = "" if name == "python -c pass" else f"  (+{statistics.median(xs) - floor:.3f} s)"
         goal = GOALS.get(name)
         verdict = ""
         if goal is not None:
             met = statistics.median(xs) <= goal
             verdict = f"  goal <= {goal} s: {'met' if met else 'MISSED'}"
-        lines.append(f"{name:<15} {_stats(xs)}{over}{verdict}")
+        lines.append(
+            f"{name:<15} {_stats(xs)}{over}{verdict}\n{'':<15} cpu (user+sys) median "
+            f"{statistics.median(cpu[name]):.3f} s"
+        )
     lines.append("")
     for name, argv in commands.items():
-        if name == "python -c pass":
+        if name in ("python -c pass", "search (--base)"):
             continue
         script = [str(SULI), *argv[1:]]
         top = top_imports(script, env)
@@ -116,9 +139,10 @@ def measure(runs: int, home: Path) -> str:
         heavy = [m for _, m in top_imports(script, env, n=10_000) if m in HEAVY]
         lines.append(f"  heavy packages imported: {', '.join(heavy) or 'none'}")
         lines.append("")
-    lines.append("raw wall times (s):")
-    for name, xs in times.items():
-        lines.append(f"  {name}: {' '.join(f'{x:.3f}' for x in xs)}")
+    for what, table in (("wall", times), ("cpu", cpu)):
+        lines.append(f"raw {what} times (s):")
+        for name, xs in table.items():
+            lines.append(f"  {name}: {' '.join(f'{x:.3f}' for x in xs)}")
     return "\n".join(lines) + "\n"
 
 
@@ -126,11 +150,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--base", type=Path, help="Another source tree to time the search from.")
     args = ap.parse_args(argv)
     day = datetime.now(UTC).strftime("%Y%m%d")
     out = args.out or ROOT / "bench" / "results" / f"startup-{day}.txt"
     with tempfile.TemporaryDirectory(prefix="suli-startup-") as home:
-        report = measure(args.runs, Path(home))
+        report = measure(args.runs, Path(home), args.base)
     out.write_text(report)
     print(report, end="")
     print(f"written to {out}", file=sys.stderr)

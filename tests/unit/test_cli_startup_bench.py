@@ -19,7 +19,7 @@ def test_the_startup_bench_reports_every_command(
     for name in ("python -c pass", "suli --version", "suli search"):
         assert f"\n{name:<15} median " in report, name
     assert "goal <= 0.15 s" in report and "goal <= 0.5 s" in report
-    assert "load average before" in report and "cores" in report
+    assert "load average before" in report and "cores" in report and "cpu (user+sys)" in report
     # A warm search imports none of the heavy stack: not the model's runtime, not httpx.
     sections = report.split("top imports of ")
     search = next(s for s in sections if s.startswith("suli search"))
