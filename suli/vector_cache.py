@@ -53,6 +53,10 @@ CREATE INDEX IF NOT EXISTS query_vectors_used ON query_vectors (used_at)
 # least recently used go, so a service answering endless distinct queries does not grow the
 # file without bound (1.5 KB a query at 384 dimensions: about 15 MB at the cap).
 QUERY_CACHE_ROWS = 10_000
+# How long a write waits for another process's: long for document vectors (an indexer must not
+# fail on "locked"), short for a query's, which a search is waiting on.
+WRITE_WAIT_MS = 30_000
+QUERY_WRITE_WAIT_MS = 200
 # Well under SQLite's bound-parameter limit (32766; 999 on old builds).
 _CHUNK = 500
 
@@ -70,7 +74,7 @@ class VectorCache:
         create_private(path)
         # The timeout waits out another process's write instead of failing with "locked".
         # Open one VectorCache per process: a SQLite connection must not cross a fork.
-        self._conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+        self._conn = sqlite3.connect(path, timeout=WRITE_WAIT_MS / 1000, check_same_thread=False)
         self._lock = threading.Lock()  # one connection, shared by the threads of one process
         with self._lock, self._conn:
             # WAL: readers in other processes never block on a writer (and vice versa).
@@ -123,16 +127,24 @@ class VectorCache:
     def put_query(self, embedder: str, text: str, vector: FloatArray, cap: int) -> None:
         """Store a query's vector; past `cap` rows the least recently stored ones go."""
         blob = np.ascontiguousarray(vector, dtype="<f4").tobytes()
-        with self._lock, self._conn:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO query_vectors VALUES (?, ?, ?, ?)",
-                (embedder, _text_key(text), blob, time.time()),
-            )
-            self._conn.execute(
-                "DELETE FROM query_vectors WHERE used_at < (SELECT used_at FROM query_vectors"
-                " ORDER BY used_at DESC LIMIT 1 OFFSET ?)",
-                (cap - 1,),
-            )
+        with self._lock:
+            # A search waits for this write: when another process holds the file's write lock
+            # (an indexer storing a batch) it gives up soon ("database is locked") rather than
+            # eat the search's embedding budget; the vector is only not kept.
+            self._conn.execute(f"PRAGMA busy_timeout = {QUERY_WRITE_WAIT_MS}")
+            try:
+                with self._conn:
+                    self._conn.execute(
+                        "INSERT OR REPLACE INTO query_vectors VALUES (?, ?, ?, ?)",
+                        (embedder, _text_key(text), blob, time.time()),
+                    )
+                    self._conn.execute(
+                        "DELETE FROM query_vectors WHERE used_at < (SELECT used_at FROM"
+                        " query_vectors ORDER BY used_at DESC LIMIT 1 OFFSET ?)",
+                        (cap - 1,),
+                    )
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {WRITE_WAIT_MS}")
 
     def close(self) -> None:
         """Close the database connection."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -208,3 +210,23 @@ def test_a_cache_file_that_cannot_be_written_costs_no_query_its_vector(tmp_path:
     got = emb.embed_query("deploy checklist")
     assert np.array_equal(got, FakeEmbedder(16).embed_query("deploy checklist"))
     assert inner.queries == ["deploy checklist"]
+
+
+def test_a_query_write_gives_up_soon_when_another_process_holds_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "v.sqlite"
+    inner = Counting()
+    emb = CachedEmbedder(inner, VectorCache(path))
+    other = sqlite3.connect(path, isolation_level=None)  # another writer, as an indexer would be
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        start = time.perf_counter()
+        got = emb.embed_query("deploy checklist")
+        waited = time.perf_counter() - start
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert np.array_equal(got, FakeEmbedder(16).embed_query("deploy checklist"))
+    assert waited < 5  # not the 30 s a document write would wait
+    # Its default wait is back for the next writer: a batch waits out a short lock.
+    emb.embed_documents(["after"])
+    assert emb.cache.get_many(inner.name, ["after"])[0] is not None
