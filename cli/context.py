@@ -21,29 +21,12 @@ def settings(ctx: click.Context) -> Settings:
     return obj["settings"]  # type: ignore[no-any-return]
 
 
-def open_searcher(s: Settings) -> Searcher:
-    """suli.core.open_searcher, but the embedding model loads only when a text is not in the
-    vector cache: a one-shot command with a known query vector never waits for it (the
-    service loads it at start instead, so its first query is not the slow one)."""
-    from suli.core import open_backend
-    from suli.embedding import build_embedder
-    from suli.service import Searcher
-
-    embedder = build_embedder(
-        s.embedder, s.vector_cache_path, batch_size=s.embed_batch_size, lazy=True
-    )
-    reranker = None
-    if s.rerank == "mmr":
-        from suli.rerank import MMRReranker
-
-        reranker = MMRReranker()
-    return Searcher(open_backend(s, embedder), embedder, s, reranker)
-
-
 def searcher(ctx: click.Context) -> Searcher:
     obj = ctx.ensure_object(dict)
     if "searcher" not in obj:
-        obj["searcher"] = open_searcher(settings(ctx))
+        from suli.core import open_searcher
+
+        obj["searcher"] = open_searcher(settings(ctx), lazy_model=True)
         ctx.call_on_close(obj["searcher"].backend.close)
     return obj["searcher"]  # type: ignore[no-any-return]
 

@@ -145,7 +145,7 @@ def demo(
 ) -> None:
     """Load a sample workspace (~1,000 items) into the embedded store (or OpenSearch) and serve it."""
     from cli import sample
-    from cli.context import open_searcher
+    from suli.core import open_searcher
 
     if serve and not _port_free(port):
         raise InvalidInput(
@@ -163,7 +163,9 @@ def demo(
         db = settings.sqlite_path
         where, kept = str(db), db.with_name(db.name + ".tokens.json")
         db.parent.mkdir(parents=True, exist_ok=True)
-    searcher = open_searcher(settings)  # the model loads only for texts the sample lacks
+    searcher = open_searcher(
+        settings, lazy_model=True
+    )  # the model loads only for texts the sample lacks
     ws = sample.build()
     try:
         if searcher.backend.count() != len(ws.items):
