@@ -17,16 +17,19 @@ within the request's deadline; the test's clients never retry.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from opensearchpy import OpenSearch
 from ops_support import (
     QueryClients,
     duplicate_ids,
+    env_for,
     items,
     latency_line,
     seed,
@@ -37,8 +40,8 @@ from ops_support import (
 from write_stream import Feed, StreamIndexer, assert_exact, count_stream
 
 import devcluster
+from cli.main import cli
 from indexer.inventory import live_index
-from indexer.reindex import Reindexer
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 
@@ -126,29 +129,31 @@ def test_rolling_upgrade_then_reindex_under_queries_and_writes(
         assert devcluster.load(cluster.root).spec.version == TO  # type: ignore[union-attr]
         upgraded_ok = clients.ok()
 
-        engine = Reindexer(backend, embedder, tmp_path / "rejects", page=100)
-        plan = engine.plan(method="scan")
         r_start = time.monotonic()
-        report = engine.run(plan)
+        out = CliRunner().invoke(cli, ["reindex", "--json"], env=env_for(s))
         r_end = time.monotonic()
         time.sleep(2)  # some writes and queries after the swap too
     finally:
         summary = writer.finish()
         stats = clients.stop()
 
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)["report"]
     _report(
         f"rolling upgrade {FROM} -> {TO}, 3 nodes, replicas 1 ({end - start:.0f}s: "
         f"{', '.join(steps)}): {QUERY_CLIENTS} clients, {latency_line(stats, start, end)}; "
-        f"reindex ({r_end - r_start:.0f}s): {latency_line(stats, r_start, r_end)}; "
+        f"suli reindex ({r_end - r_start:.0f}s, {report['copied']} copied, "
+        f"{report['caught_up']} caught up, writes held {report['blocked_ms']:.0f} ms): "
+        f"{latency_line(stats, r_start, r_end)}; "
         f"failed {len(stats.failures)}; writes {summary.read} lines at {WRITE_RATE:.0f}/s, "
         f"indexed {summary.indexed}, rejected {len(summary.rejected)} (malformed on purpose), "
         f"re-sent {writer.tracked.retries}"
     )
     assert stats.failures == [], stats.failures[:10]
     assert upgraded_ok > 0 and clients.ok() > upgraded_ok  # queries ran in both phases
-    assert report.verification["problems"] == []
+    assert report["verification"]["problems"] == []
     target = live_index(client, s.index_alias)
-    assert target == report.target != source
+    assert target is not None and target == report["target"] != source
     assert _created_by(client, target) == TO
     count = count_stream(client, s.index_alias, feed, summary)
     assert_exact(count, feed)
