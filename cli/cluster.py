@@ -238,3 +238,39 @@ def logs(state_dir: Path | None, node: int | None, lines: int | None) -> None:
                     click.echo(line, nl=False)
         else:
             click.echo(f"(no log yet at {path})", err=True)
+
+
+@cluster.command("upgrade-node")
+@click.argument("node", type=click.IntRange(min=1))
+@click.option(
+    "--version",
+    "version",
+    type=click.Choice(list(lines.LINES)),
+    required=True,
+    help="OpenSearch version the node moves to (its data is kept; no downgrade).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=devcluster.DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for each phase (node gone, node back, green).",
+)
+@click.pass_obj
+def upgrade_node(state_dir: Path | None, node: int, version: str, timeout: float) -> None:
+    """One step of a rolling upgrade: node NODE (1 = n1) restarts on --version with its data.
+
+    Replica allocation is limited to primaries, the cluster flushed, the node stopped and
+    started on the new version, allocation re-enabled, and the command waits for green. Run
+    it for each node in turn (the elected cluster manager last); the others serve meanwhile.
+    """
+    found = devcluster.load(state_dir)
+    if found is None:
+        raise _Failure(f"no cluster in {devcluster.state_dir(state_dir)}")
+    if node > found.spec.nodes:
+        raise click.BadParameter(f"the cluster has {found.spec.nodes} node(s)", param_hint="NODE")
+    try:
+        health = devcluster.upgrade_node(node - 1, version, state_dir, timeout)
+    except devcluster.ClusterError as err:
+        raise _Failure(str(err)) from err
+    click.echo(f"n{node} runs OpenSearch {version}; cluster {health.get('status')}", err=True)

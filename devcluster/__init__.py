@@ -6,6 +6,7 @@ layout = provision()            # ~/.cache/suli/opensearch-2.19.1 (SULI_CLUSTER_
 cluster = up(nodes=3)           # state in ~/.cache/suli/cluster (SULI_CLUSTER_DIR)
 cluster = up(version="3.5.0", http_port=9230, state="/tmp/os3")   # or SULI_CLUSTER_VERSION
 cluster.kill(1); cluster.start(1); cluster.wait_green()
+upgrade_node(0, "3.5.0", state)  # one step of a rolling upgrade (devcluster.upgrade)
 down()
 """
 
@@ -28,6 +29,7 @@ from devcluster.lines import DEFAULT_VERSION, LINES, Line
 from devcluster.paths import KNN_VERSION, OPENSEARCH_VERSION, cache_dir, state_dir
 from devcluster.provision import Layout, provision
 from devcluster.spec import ClusterSpec
+from devcluster.upgrade import upgrade_node
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -54,4 +56,5 @@ __all__ = [
     "status",
     "tail",
     "up",
+    "upgrade_node",
 ]

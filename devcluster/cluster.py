@@ -8,7 +8,7 @@ import shutil
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,9 @@ log = logging.getLogger("devcluster")
 
 SPEC_FILE = "cluster.json"
 JDK_FILE = "jdk"  # home of the JDK `up` chose: a node started again later runs on the same one
+# In a node home: the version that node was upgraded to, while the others still run the spec's
+# (a rolling upgrade, devcluster.upgrade). A node's data cannot go back to an older version.
+NODE_VERSION_FILE = "version"
 DEFAULT_TIMEOUT = 180.0
 
 
@@ -88,6 +91,13 @@ class Cluster:
         line = self.spec.line
         return saved or choose(minimum=line.java_min, needed_by=f"OpenSearch {line.version}")
 
+    def node_version(self, i: int) -> str:
+        """The OpenSearch version node i runs: the spec's, unless a rolling upgrade moved it."""
+        try:
+            return (self.home(i) / NODE_VERSION_FILE).read_text().strip() or self.spec.version
+        except OSError:
+            return self.spec.version
+
     def running(self) -> list[int]:
         """Indices of the nodes whose JVM is running."""
         return [i for i in range(self.spec.nodes) if self.pid(i) is not None]
@@ -102,6 +112,9 @@ class Cluster:
         pid = self.pid(i)
         if pid is not None:
             return pid
+        if self.node_version(i) != self.spec.version:  # upgraded ahead of the others
+            ahead = replace(self, spec=replace(self.spec, version=self.node_version(i)))
+            return ahead.start(i, None, extra)
         for port in (self.spec.http_ports[i], self.spec.transport_ports[i]):
             _require_free(port)
         layout = layout or provision(version=self.spec.version, jdk=self.jdk())
