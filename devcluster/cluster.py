@@ -93,9 +93,7 @@ class Cluster:
         if not self.spec.secure:
             return get_json(url, timeout=timeout)
         made = security.material(self.root)
-        return get_json(
-            url, timeout, security.admin_headers(made), security.ssl_context(made)
-        )
+        return get_json(url, timeout, security.admin_headers(made), security.ssl_context(made))
 
     def running(self) -> list[int]:
         """Indices of the nodes whose JVM is running."""

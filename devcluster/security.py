@@ -123,7 +123,9 @@ def _write_cert(path: Path, cert: x509.Certificate) -> None:
     path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
-def _builder(subject: x509.Name, issuer: x509.Name, key: rsa.RSAPrivateKey) -> x509.CertificateBuilder:
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: rsa.RSAPrivateKey
+) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.UTC)
     return (
         x509.CertificateBuilder()
@@ -168,7 +170,9 @@ def make_material(state_root: Path) -> Material:
     ca_cert = (
         _builder(ca_name, ca_name, ca_key)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), True)
-        .add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), True)
+        .add_extension(
+            x509.KeyUsage(True, False, False, False, False, True, True, False, False), True
+        )
         .sign(ca_key, hashes.SHA256())
     )
     _write_cert(made.ca, ca_cert)
