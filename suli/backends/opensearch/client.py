@@ -80,7 +80,7 @@ def wrap(call: Callable[[], T], what: str) -> T:
         if secured:
             raise BackendUnavailable(f"OpenSearch connection failed ({what}): {secured}") from e
         raise BackendUnavailable(f"OpenSearch is unreachable ({what}): {e.info or e}") from e
-    except (opensearchpy.AuthenticationException, opensearchpy.AuthorizationException) as e:
+    except tls.REFUSED as e:
         raise BackendUnavailable(tls.refusal(e, what)) from e
     except opensearchpy.NotFoundError as e:
         raise BackendUnavailable(

@@ -13,6 +13,7 @@ import opensearchpy
 
 CREDENTIALS = "SULI_OPENSEARCH_USER and SULI_OPENSEARCH_PASSWORD (or SULI_OPENSEARCH_CLIENT_CERT)"
 GUIDE = 'docs/operations.md, "Deploying on a secured cluster"'
+REFUSED = (opensearchpy.AuthenticationException, opensearchpy.AuthorizationException)
 _NO_PERMISSION = re.compile(r"no permissions for \[([^\]]*)\] and User \[name=([^,\]]*)")
 
 
@@ -55,7 +56,12 @@ def refusal(e: opensearchpy.TransportError, what: str) -> str:
     """A 401 or 403 from the security plugin as one line."""
     if e.status_code == 401:
         return f"OpenSearch refused the credentials ({what}, 401): check {CREDENTIALS}"
-    m = _NO_PERMISSION.search(str(e.info))
+    return permission_line(str(e.info), what)
+
+
+def permission_line(reason: str, what: str) -> str:
+    """A security plugin's 403 reason as one line naming the user and the missing action."""
+    m = _NO_PERMISSION.search(reason)
     if m:
         action, user = m.groups()
         return (
