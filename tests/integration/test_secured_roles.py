@@ -11,13 +11,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
-from secured_node import SecuredNode, drop, secured_node, world_names
+from secured_node import (
+    ACL_PATTERN,
+    ALIAS_PATTERN,
+    USERS,
+    SecuredNode,
+    drop,
+    secured_node,
+    world_names,
+)
 
 from app.main import create_app
 from cli import sample
 from cli.main import cli
+from devcluster.security import CLIENT_CERT_USER as CLIENT
 from indexer.inventory import live_index
-from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch import OpenSearchBackend, roles
 from suli.embedding import FakeEmbedder
 from suli.errors import BackendUnavailable, IndexingError
 from suli.models import BoardAcl, Item
@@ -164,3 +173,37 @@ def test_a_client_certificate_user_searches_without_a_password(prepared: Prepare
     )
     with pytest.raises(BackendUnavailable, match="'suli-client'"):
         by_cert.put_acls(list(prepared.data.acls[:1]))
+
+
+def test_suli_security_roles_prints_roles_yml_and_applies_the_same(
+    secured_node: SecuredNode,
+) -> None:
+    import yaml  # a test-only reader: Suli writes roles.yml without a YAML library
+
+    runner = CliRunner()
+    patterns = ["--alias", ALIAS_PATTERN, "--acl-index", ACL_PATTERN]
+    yml = runner.invoke(cli, ["security", "roles", *patterns], env=secured_node.env("admin"))
+    rest = runner.invoke(
+        cli, ["security", "roles", "--format", "rest", *patterns], env=secured_node.env("admin")
+    )
+    assert yml.exit_code == rest.exit_code == 0, yml.stderr + rest.stderr
+    parsed = yaml.safe_load(yml.stdout)
+    assert parsed.pop("_meta") == {"type": "roles", "config_version": 2}
+    assert parsed == json.loads(rest.stdout)
+    maps = [f"{role}={user}" for user, role in USERS.items()] + [f"suli_query={CLIENT}"]
+    args = ["security", "roles", "--apply", *patterns, *(a for m in maps for a in ("--map", m))]
+    applied = runner.invoke(cli, args, env=secured_node.env("admin"))
+    assert applied.exit_code == 0, applied.stderr
+    client = secured_node.admin_client()
+    for name, body in parsed.items():
+        got = client.transport.perform_request("GET", f"{roles.API}/roles/{name}")[name]
+        assert got["cluster_permissions"] == body["cluster_permissions"]
+        assert [
+            {k: p[k] for k in ("index_patterns", "allowed_actions")}
+            for p in got["index_permissions"]
+        ] == body["index_permissions"]
+    mapped = client.transport.perform_request("GET", f"{roles.API}/rolesmapping/{roles.QUERY}")
+    assert mapped[roles.QUERY]["users"] == sorted(["suli-query", CLIENT])
+    client.close()
+    refused = runner.invoke(cli, args, env=secured_node.env("suli-query"))
+    assert refused.exit_code == 1 and "403" in refused.stderr, refused.stderr
