@@ -4,7 +4,8 @@
         [--docs 1000] [--rounds 5] [--out bench/results/tls.txt]
 
 The secured node is a running `suli cluster up --secure` (its state dir gives URL, CA and the
-admin password). The same NFCorpus subset (the first --docs documents, embedded by the bundled
+admin password); the plain node should be a `suli cluster up` of the same shape started about
+as long ago (a long-serving node is faster than a new one, whatever its transport). The same NFCorpus subset (the first --docs documents, embedded by the bundled
 model, vectors cached on disk) is indexed into a fresh alias on each node. Then:
 
 1. quality: every test query whose relevant documents include one of the subset, both legs
@@ -28,7 +29,7 @@ from uuid import uuid4
 
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import interleave, summarise
-from bench.quality import CACHE, fetch_legs, run
+from bench.quality import CACHE, fetch_legs, run, variants
 from devcluster import load as load_cluster
 from devcluster import security
 from suli.backends.base import LegQuery
@@ -37,6 +38,8 @@ from suli.embedding import Embedder, build_embedder
 from suli.models import Filters, Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
+
+HYBRID = "hybrid tuned, gates on (default)"
 
 
 def secured_settings(state: Path, alias: str) -> Settings:
@@ -91,6 +94,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--plain-url", default="http://127.0.0.1:9200")
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--queries", type=int, default=40, help="queries timed per round")
+    parser.add_argument("--warmup", type=int, default=3, help="unmeasured rounds first")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
 
@@ -117,9 +122,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         quality = {}
         for name, backend in backends.items():
             legs = fetch_legs(backend, embedder, queries)
-            quality[name] = run(legs, qrels)
+            # The service's defaults (tuned weights, the meaning gates on), as searches run.
+            quality[name] = run(legs, qrels, **variants(sides[name])[HYBRID])
         vis = visibility_for(Principal("prn_bench", WORKSPACE), [])
-        texts = list(queries.values())[:60]
+        texts = list(queries.values())[: args.queries]
         vectors = {t: [float(x) for x in embedder.embed_query(t)] for t in texts}
 
         def searcher(backend: OpenSearchBackend) -> Any:
@@ -129,9 +135,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
             return one
 
-        for backend in backends.values():  # warm: pools open, caches filled, JIT done
-            for text in texts[:10]:
-                searcher(backend)(text)
+        # Warm both (pools open, caches filled, the search path JIT-compiled): a node started
+        # minutes ago measured 3-10x slower than one that has served for an hour.
+        interleave({n: searcher(b) for n, b in backends.items()}, texts, args.warmup)
         times = interleave({n: searcher(b) for n, b in backends.items()}, texts, args.rounds)
         latency = summarise(times, "plain")
     finally:
@@ -142,7 +148,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "docs": len(docs),
         "queries": len(queries),
         "indexing_s": indexed_s,
-        "ndcg@10": {n: round(q["ndcg@10"], 4) for n, q in quality.items()},
+        "ndcg@10 (hybrid, defaults)": {n: round(q["ndcg@10"], 4) for n, q in quality.items()},
         "same_ndcg": quality["plain"]["ndcg@10"] == quality["tls"]["ndcg@10"],
         "latency": latency,
         "p50_ratio_tls_vs_plain": latency["tls"]["p50_ratio"],
