@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from pydantic import SecretStr
+
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import interleave, summarise
 from bench.quality import CACHE, fetch_legs, run, variants
@@ -51,7 +53,7 @@ def secured_settings(state: Path, alias: str) -> Settings:
         backend="opensearch",
         opensearch_url=cluster.url,
         opensearch_user=security.ADMIN_USER,
-        opensearch_password=made.admin_password,
+        opensearch_password=SecretStr(made.admin_password),
         opensearch_ca_certs=str(made.ca),
         index_alias=alias,
         acl_index=f"{alias}-acl",

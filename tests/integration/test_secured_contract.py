@@ -71,7 +71,7 @@ class TestSecuredContract(VisibilityRules, AclChangeRules, FilterRules, TenantRu
             split = ByRole(backend("suli-query"), backend("suli-indexer"), backend("suli-admin"))
             made.append((split, names))
             split.admin.ensure_ready()
-            world = World(split, emb, split.query.settings, split.indexer.refresh)  # type: ignore[arg-type]
+            world = World(split, emb, split.query.settings, split.indexer.refresh)
             world.load(items, principals, acls)
             return world
 
