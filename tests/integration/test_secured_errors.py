@@ -115,3 +115,13 @@ def test_the_service_answers_503_and_is_not_ready(
     seen = ready.text + search.text + caplog.text
     for secret in _secrets(secured_node):
         assert secret not in seen
+
+
+def test_secure_is_refused_for_the_3_5_line_before_anything_starts(tmp_path: Path) -> None:
+    state = tmp_path / "os3-secure"
+    args = ["cluster", "--state-dir", str(state), "up", "--secure", "--version", "3.5.0"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert "--secure needs OpenSearch 2.19.1" in result.stderr
+    assert "refuses the opensearch-security zip for 3.5.0" in result.stderr
+    assert not state.exists()  # nothing provisioned, nothing written
