@@ -28,6 +28,7 @@ COMMANDS = {
     "principal": "cli.admin:principal",
     "token": "cli.admin:token",
     "cluster": "cli.cluster:cluster",
+    "security": "cli.security:security",
     "eval": "cli.evaluate:evaluate",
     "serve": "cli.serve:serve",
     "demo": "cli.demo:demo",

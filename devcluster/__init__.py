@@ -5,6 +5,7 @@ Two lines: 2.19.1 (default, Java 17+) and 3.5.0 (Java 21+); see devcluster.lines
 layout = provision()            # ~/.cache/suli/opensearch-2.19.1 (SULI_CLUSTER_CACHE)
 cluster = up(nodes=3)           # state in ~/.cache/suli/cluster (SULI_CLUSTER_DIR)
 cluster = up(version="3.5.0", http_port=9230, state="/tmp/os3")   # or SULI_CLUSTER_VERSION
+cluster = up(secure=True, http_port=9270, state="/tmp/secure")     # TLS, users (devcluster.security)
 cluster.kill(1); cluster.start(1); cluster.wait_green()
 upgrade_node(0, "3.5.0", state)  # one step of a rolling upgrade (devcluster.upgrade)
 down()
