@@ -250,7 +250,7 @@ def vector_leg(
     clause inside the k-NN filter (minimum_should_match 0 beside required filters: it narrows
     nothing, and the engine reports it per hit in `matched_queries`). Not a `should` beside the
     knn clause: wrapping knn in a bool made the node return other neighbours (66 of 100 the
-    same on an NFCorpus query, bench/RESULTS.md section 9)."""
+    same on an NFCorpus query, bench/RESULTS.md section 10)."""
     assert q.vector is not None
     within: dict[str, Any] = {"filter": filter_clauses(q.vis, q.filters, q.regex)}
     if q.text is not None:
