@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from suli.backends import embedded_sql as q
+from suli.backends import embedded_typos as typos
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
@@ -39,6 +40,8 @@ PROGRESS_STEPS = 2_000  # SQLite VM steps between deadline checks
 BUSY_TIMEOUT_S = 30.0  # a writer in another process holds the lock: wait, then fail clearly
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 32 << 10
+# The typo tier's scores against the exact tier's (they stay below its lowest, see _text_leg).
+TYPO_WEIGHT = 0.5
 
 
 def _fields(item: Item) -> tuple[str, str, str]:
@@ -87,7 +90,7 @@ class EmbeddedBackend:
             conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             conn.create_function("suli_regex", 3, q.regex_sql, deterministic=True)
-            for ddl in q.scratch_schema():
+            for ddl in (*q.scratch_schema(), *typos.vocab_schema()):
                 conn.execute(ddl)
         except sqlite3.Error as e:
             raise BackendUnavailable(f"cannot open the embedded store {self.path}: {e}") from e
@@ -173,10 +176,11 @@ class EmbeddedBackend:
         with self._tx(timeout_s=query.timeout_s) as c:
             if query.text is not None:
                 t0 = time.perf_counter()
-                text = self._text_leg(c, query, query.text)
+                tm = typos.text_match(c, query.vis, query.text, query.text_fields)
+                text = self._text_leg(c, query, tm)
                 text_total = len(text)
                 if len(text) >= query.depth:  # cut at depth: count every match
-                    text_total = self._count_text(c, query, query.text)
+                    text_total = self._count_text(c, query, tm)
                 timings["text_took"] = round((time.perf_counter() - t0) * 1000, 3)
             if query.vector is not None:
                 t0 = time.perf_counter()
@@ -187,9 +191,9 @@ class EmbeddedBackend:
                 timings["vector_took"] = round((time.perf_counter() - t0) * 1000, 3)
         return LegResults(text, vector, errors, timings, text_total)
 
-    def _count_text(self, c: sqlite3.Connection, query: LegQuery, text: str) -> int:
-        """All matches of the text leg under its filters (the leg itself stops at depth)."""
-        expr = q.match_expression(text, query.text_fields)
+    def _count_text(self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch) -> int:
+        """All matches of the text leg (both tiers) under its filters (the leg stops at depth)."""
+        expr = tm.either
         if expr is None:
             return 0
         table = q.FTS_TABLES[query.text_fields]
@@ -201,22 +205,40 @@ class EmbeddedBackend:
         ).fetchone()
         return int(row[0])
 
-    def _text_leg(self, c: sqlite3.Connection, query: LegQuery, text: str) -> tuple[Hit, ...]:
-        expr = q.match_expression(text, query.text_fields)
-        if expr is None:
-            return ()  # only common words under the stemmed rule: nothing to match
+    def _ranked(
+        self, c: sqlite3.Connection, query: LegQuery, expr: str, limit: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, -bm25) of the rows matching `expr` under the query's filters, best first."""
         table = q.FTS_TABLES[query.text_fields]
         where, params = q.where(query.vis, query.filters, query.regex)
         # bm25() in ORDER BY runs SQLite's sorter, measured 2x faster than FTS5's own
         # `ORDER BY rank`; snippets are made afterwards for the returned rows only.
-        ranked = c.execute(
+        rows = c.execute(
             f"""SELECT f.rowid, {q.bm25_call(table, self.bm25_weights)} AS s
                 FROM {table} f JOIN items i ON i.rowid = f.rowid
                 WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ?""",
-            [expr, *params, query.depth],
+            [expr, *params, limit],
         ).fetchall()
-        if not ranked:
-            return ()
+        return [(r, -float(s)) for r, s in rows]  # bm25() is negated: lower is better
+
+    def _text_leg(
+        self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch
+    ) -> tuple[Hit, ...]:
+        """Exact-word matches first, then the rows found only through a correction or the
+        last word's prefix (DESIGN 3.12): a typo never outranks the word spelt right."""
+        ranked = self._ranked(c, query, tm.exact, query.depth) if tm.exact else []
+        if tm.typo_only is not None and len(ranked) < query.depth:
+            tier = self._ranked(c, query, tm.typo_only, query.depth - len(ranked))
+            if tier:
+                # Scaled under the lowest exact score, order kept: the tier's scores say it
+                # ranks lower wherever a leg's scores are compared.
+                floor = min((s for _, s in ranked), default=1.0)
+                scale = min(TYPO_WEIGHT, TYPO_WEIGHT * floor / max(s for _, s in tier))
+                ranked += [(r, s * scale) for r, s in tier]
+        expr = tm.either
+        if not ranked or expr is None:
+            return ()  # only common words under the stemmed rule: nothing to match
+        table = q.FTS_TABLES[query.text_fields]
         rowids = [r[0] for r in ranked]
         items = self._items_by_rowid(c, rowids)
         # Huge fields are highlighted from a capped copy (see FULL_HIGHLIGHT_CHARS).
@@ -233,7 +255,7 @@ class EmbeddedBackend:
                 frags: tuple[str, ...] = ()  # the text itself holds a marker: no safe highlight
             else:
                 frags = tuple(h for h in map(q.highlight_html, snippets.get(rowid, ())) if h)
-            hits.append(Hit(item, -float(score), frags))  # bm25() is negated: lower is better
+            hits.append(Hit(item, score, frags))
         return tuple(hits)
 
     @staticmethod
@@ -410,9 +432,12 @@ class EmbeddedBackend:
         timeout_s: float | None = None,
     ) -> Facets:
         where, params = q.where(vis, filters, match.regex if match else None)
-        if match is not None:
-            where, params = q.match_where(where, params, match)
         with self._tx(timeout_s=timeout_s) as c:
+            if match is not None:
+                expr = None
+                if match.text is not None and not match.every:
+                    expr = typos.text_match(c, vis, match.text, match.text_fields).either
+                where, params = q.match_where(where, params, match, expr)
             gen = self._generation(c)
             got = self._cache.facets(
                 gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)

@@ -275,7 +275,12 @@ def match_expression(text: str, flavour: TextFields) -> str | None:
     unique = list(dict.fromkeys(ws))
     if not unique:
         return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    return " OR ".join(quote_word(w) for w in unique)
+
+
+def quote_word(word: str) -> str:
+    """One word as an FTS5 string: AND/OR/NEAR/* inside it are plain text."""
+    return '"' + word.replace('"', '""') + '"'
 
 
 def highlight_html(fragment: str) -> str | None:
@@ -439,14 +444,16 @@ def row_item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
 # ---- facets and writes ------------------------------------------------------------------------
 
 
-def match_where(where: str, params: list[Any], match: MatchSet) -> tuple[str, list[Any]]:
+def match_where(
+    where: str, params: list[Any], match: MatchSet, expr: str | None
+) -> tuple[str, list[Any]]:
     """WHERE narrowed to the items a search matched (see MatchSet): words through the same
-    FTS table and MATCH expression as the text leg, or one of the kept meaning-only ids."""
+    FTS table and MATCH expression `expr` as the text leg (both tiers), or one of the kept
+    meaning-only ids."""
     if match.every:
         return where, params
     ors: list[str] = []
     extra: list[Any] = []
-    expr = match_expression(match.text, match.text_fields) if match.text is not None else None
     if expr is not None:
         table = FTS_TABLES[match.text_fields]
         ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")

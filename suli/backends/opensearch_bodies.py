@@ -11,7 +11,13 @@ from suli.backends.base import FACET_CAP, LegQuery, MatchSet, TextFields
 from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
 from suli.backends.opensearch_docs import item_to_doc as item_to_doc
 from suli.models import Filters
-from suli.text import FIELD_WEIGHTS
+from suli.text import (
+    FIELD_WEIGHTS,
+    MAX_EXPANSIONS,
+    PREFIX_LENGTH,
+    prefix_word,
+    typo_words,
+)
 from suli.visibility import Visibility
 
 _W = FIELD_WEIGHTS
@@ -53,8 +59,8 @@ class TextForm:
 TEXT_FORM = TextForm("content", 0.25)
 
 
-def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
-    """The scoring clause of the text leg. multi_match analyses the text; it never parses
+def exact_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The exact-word clause of the text leg. multi_match analyses the text; it never parses
     query syntax (unlike query_string)."""
     if form.kind == "content":
         fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
@@ -62,6 +68,53 @@ def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> di
             fields.insert(1, f"{TITLE_FIELD[flavour]}^{form.title_boost:g}")
         return {"multi_match": {"query": text, "fields": fields, "type": "most_fields"}}
     return {"multi_match": {"query": text, "fields": TEXT_FIELDS[flavour], "type": form.kind}}
+
+
+# The typo clauses' weight against the exact one (DESIGN 3.12): a word found only through a
+# correction or a prefix ranks below the same word spelt right, and on clean queries the
+# clauses barely move the ranking (bench/RESULTS.md, "Typos": NFCorpus dev nDCG@10).
+TYPO_BOOST = 0.1
+
+
+def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
+    """The lower-weighted clauses that forgive typos: the longer words fuzzy (AUTO edits, the
+    first letter fixed, a bounded expansion) and the last word as a prefix. Common words are
+    never fuzzed, and a query of only common words ("plain") has none. Both analyse the
+    words the Python side picked (suli.text): nothing of the user's text is syntax."""
+    if flavour == "plain":
+        return []
+    out: list[dict[str, Any]] = []
+    fuzzy = typo_words(text)
+    if fuzzy:
+        fuzzy_fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
+        out.append(
+            {
+                "multi_match": {
+                    "query": " ".join(fuzzy),
+                    "fields": fuzzy_fields,
+                    "type": "most_fields",
+                    "fuzziness": "AUTO",
+                    "prefix_length": PREFIX_LENGTH,
+                    "max_expansions": MAX_EXPANSIONS,
+                    "boost": TYPO_BOOST,
+                }
+            }
+        )
+    last = prefix_word(text)
+    if last is not None:
+        # On the unstemmed field: a half-typed word is a prefix of the word, not of its stem.
+        prefix = {"query": last, "max_expansions": MAX_EXPANSIONS, "boost": TYPO_BOOST}
+        out.append({"match_phrase_prefix": {CONTENT_FIELD["plain"]: prefix}})
+    return out
+
+
+def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The scoring clause of the text leg: the exact words, or any of the typo clauses."""
+    exact = exact_match(text, flavour, form)
+    typos = typo_clauses(text, flavour)
+    if not typos:
+        return exact
+    return {"bool": {"should": [exact, *typos], "minimum_should_match": 1}}
 
 
 HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
