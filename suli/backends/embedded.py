@@ -30,6 +30,7 @@ from suli.backends.base import (
     TokenInfo,
 )
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
+from suli.counting import disjunctive
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.files import create_private
@@ -431,19 +432,22 @@ class EmbeddedBackend:
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
-        where, params = q.where(vis, filters, match.regex if match else None)
         with self._tx(timeout_s=timeout_s) as c:
-            if match is not None:
-                expr = None
-                if match.text is not None and not match.every:
-                    expr = typos.text_match(c, vis, match.text, match.text_fields).either
-                where, params = q.match_where(where, params, match, expr)
+            expr = None
+            if match is not None and match.text is not None and not match.every:
+                expr = typos.text_match(c, vis, match.text, match.text_fields).either
             gen = self._generation(c)
-            got = self._cache.facets(
-                gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
-            )
-        # A copy: the cached lists are shared by later calls.
-        return Facets(got.total, {k: list(v) for k, v in got.values.items()}, dict(got.more))
+
+            def count(f: Filters) -> Facets:
+                where, params = q.where(vis, f, match.regex if match else None)
+                if match is not None:
+                    where, params = q.match_where(where, params, match, expr)
+                return self._cache.facets(
+                    gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
+                )
+
+            # disjunctive() copies the lists: the cached ones are shared by later calls.
+            return disjunctive(filters, cap, count)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         where, params = q.where(vis, Filters())

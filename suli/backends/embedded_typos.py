@@ -110,9 +110,7 @@ def corrections(c: sqlite3.Connection, vis: Visibility, word: str) -> list[str]:
     return out
 
 
-def text_match(
-    c: sqlite3.Connection, vis: Visibility, text: str, flavour: TextFields
-) -> TextMatch:
+def text_match(c: sqlite3.Connection, vis: Visibility, text: str, flavour: TextFields) -> TextMatch:
     """The exact expression of `text` and its typo tier, under `vis`'s vocabulary."""
     exact = match_expression(text, flavour)
     if flavour == "plain":  # only common words: they are never corrected

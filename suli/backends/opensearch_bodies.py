@@ -10,6 +10,7 @@ from typing import Any, Literal
 from suli.backends.base import FACET_CAP, LegQuery, MatchSet, TextFields
 from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
 from suli.backends.opensearch_docs import item_to_doc as item_to_doc
+from suli.counting import own_filter_lifted, without_facet_filters
 from suli.models import Filters
 from suli.text import (
     FIELD_WEIGHTS,
@@ -189,7 +190,26 @@ def filter_clauses(
     vis: Visibility, filters: Filters, regex: str | None = None, *, hidden_ok: bool = False
 ) -> list[dict[str, Any]]:
     """Every filter of a request, visibility first; the same list goes into both legs."""
-    out: list[dict[str, Any]] = [visibility_clause(vis)]
+    out: list[dict[str, Any]] = [visibility_clause(vis), *facet_clauses(filters)]
+    if filters.since or filters.until:
+        rng: dict[str, Any] = {}
+        if filters.since:
+            rng["gte"] = f"{filters.since.isoformat()}||/d"  # start of that UTC day
+        if filters.until:
+            rng["lte"] = f"{filters.until.isoformat()}||/d"  # rounds up: end of that UTC day
+        out.append({"range": {"last_activity_at": rng}})
+    if not (filters.include_hidden or hidden_ok):
+        out.append({"bool": {"must_not": [{"term": {"hidden": True}}]}})
+    if filters.exclude_ids:  # item ids, not storage keys (`_id` is workspace/id)
+        out.append({"bool": {"must_not": [{"terms": {"id": list(filters.exclude_ids)}}]}})
+    if regex:
+        out.append(regex_clause(regex))
+    return out
+
+
+def facet_clauses(filters: Filters) -> list[dict[str, Any]]:
+    """The filters a facet offers values for (suli.counting.FACET_FILTERS), in that order."""
+    out: list[dict[str, Any]] = []
     if filters.kinds:
         out.append({"terms": {"kind": list(filters.kinds)}})
     if filters.outcomes:
@@ -213,19 +233,6 @@ def filter_clauses(
         )
     if filters.tags:
         out.append({"terms": {"tags": list(filters.tags)}})
-    if filters.since or filters.until:
-        rng: dict[str, Any] = {}
-        if filters.since:
-            rng["gte"] = f"{filters.since.isoformat()}||/d"  # start of that UTC day
-        if filters.until:
-            rng["lte"] = f"{filters.until.isoformat()}||/d"  # rounds up: end of that UTC day
-        out.append({"range": {"last_activity_at": rng}})
-    if not (filters.include_hidden or hidden_ok):
-        out.append({"bool": {"must_not": [{"term": {"hidden": True}}]}})
-    if filters.exclude_ids:  # item ids, not storage keys (`_id` is workspace/id)
-        out.append({"bool": {"must_not": [{"terms": {"id": list(filters.exclude_ids)}}]}})
-    if regex:
-        out.append(regex_clause(regex))
     return out
 
 
@@ -352,14 +359,25 @@ def facets_body(
     vis: Visibility, filters: Filters, match: MatchSet | None = None, cap: int = FACET_CAP
 ) -> dict[str, Any]:
     """An exact count and, unless cap is 0, cap + 1 values per facet (the extra one says
-    `more`). Every clause is a filter: nothing is scored."""
-    query: dict[str, Any] = {"bool": {"filter": filter_clauses(vis, filters)}}
+    `more`), counted disjunctively (suli.counting): the query holds the matches under every
+    filter but the facets' own, `post_filter` adds those for the count, and each facet's
+    aggregation adds every facet's filter but its own. Nothing is scored."""
+    base = without_facet_filters(filters)
+    query: dict[str, Any] = {"bool": {"filter": filter_clauses(vis, base)}}
     if match is not None:
-        query = {"bool": {"filter": [match_clause(vis, filters, match)]}}
+        query = {"bool": {"filter": [match_clause(vis, base, match)]}}
     body: dict[str, Any] = {"size": 0, "track_total_hits": True, "query": query}
+    ticked = facet_clauses(filters)
+    if ticked:
+        body["post_filter"] = {"bool": {"filter": ticked}}
     if cap:
+        others = dict(own_filter_lifted(filters))
         body["aggs"] = {
-            name: {"terms": {"field": f, "size": cap + 1}} for name, f in FACET_FIELDS.items()
+            name: {
+                "filter": {"bool": {"filter": facet_clauses(others.get(name, filters))}},
+                "aggs": {"values": {"terms": {"field": f, "size": cap + 1}}},
+            }
+            for name, f in FACET_FIELDS.items()
         }
     return body
 
