@@ -72,7 +72,7 @@ FIELD_WEIGHTS = {"title": 1.25, "body": 1.0, "caption": 1.0, "path": 1.0, "tags"
 FUZZY_MIN_CHARS = 5
 PREFIX_LENGTH = 1
 PREFIX_MIN_CHARS = 3
-# Corrections per word (OpenSearch `max_expansions`; the embedded store's candidates).
+# Corrections kept per word on the embedded store (visible words only, nearest first).
 MAX_EXPANSIONS = 20
 
 

@@ -14,7 +14,6 @@ from suli.counting import own_filter_lifted, without_facet_filters
 from suli.models import Filters
 from suli.text import (
     FIELD_WEIGHTS,
-    MAX_EXPANSIONS,
     PREFIX_LENGTH,
     prefix_word,
     typo_words,
@@ -80,8 +79,14 @@ TYPO_BOOST = 0.1
 def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     """The lower-weighted clauses that forgive typos: the longer words fuzzy (AUTO edits, the
     first letter fixed, a bounded expansion) and the last word as a prefix. Common words are
-    never fuzzed, and a query of only common words ("plain") has none. Both analyse the
-    words the Python side picked (suli.text): nothing of the user's text is syntax."""
+    never fuzzed, and a query of only common words ("plain") has none. Both take only the
+    words the Python side picked (suli.text): nothing of the user's text is syntax.
+
+    Both rewrite to a constant score over every term they reach (bounded by the edits, the
+    fixed first letter and PREFIX_MIN_CHARS), not to the top `max_expansions` terms: the
+    term dictionary spans every workspace, and a top-N cut would let words in items the
+    caller cannot see crowd a visible correction out (tests/contract/rules_typos.py). The
+    typo tier's order then comes from the exact clause and the vector leg, not from BM25."""
     if flavour == "plain":
         return []
     out: list[dict[str, Any]] = []
@@ -96,7 +101,7 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
                     "type": "most_fields",
                     "fuzziness": "AUTO",
                     "prefix_length": PREFIX_LENGTH,
-                    "max_expansions": MAX_EXPANSIONS,
+                    "fuzzy_rewrite": "constant_score",
                     "boost": TYPO_BOOST,
                 }
             }
@@ -104,8 +109,9 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     last = prefix_word(text)
     if last is not None:
         # On the unstemmed field: a half-typed word is a prefix of the word, not of its stem.
-        prefix = {"query": last, "max_expansions": MAX_EXPANSIONS, "boost": TYPO_BOOST}
-        out.append({"match_phrase_prefix": {CONTENT_FIELD["plain"]: prefix}})
+        # `last` is a lower-cased \w+ run: no wildcard or syntax reaches the engine.
+        prefix = {"value": last, "rewrite": "constant_score", "boost": TYPO_BOOST}
+        out.append({"prefix": {CONTENT_FIELD["plain"]: prefix}})
     return out
 
 
