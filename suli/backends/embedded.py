@@ -193,25 +193,32 @@ class EmbeddedBackend:
         return LegResults(text, vector, errors, timings, text_total)
 
     def _count_text(self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch) -> int:
-        """All matches of the text leg (both tiers) under its filters (the leg stops at depth)."""
-        expr = tm.either
-        if expr is None:
-            return 0
-        table = q.FTS_TABLES[query.text_fields]
+        """All matches of the text leg (every tier) under its filters (the leg stops at depth)."""
+        cond, cparams = tm.condition(query.text_fields)
         where, params = q.where(query.vis, query.filters, query.regex)
         row = c.execute(
-            f"""SELECT count(*) FROM {table} f JOIN items i ON i.rowid = f.rowid
-                WHERE {table} MATCH ? AND {where}""",
-            [expr, *params],
+            f"SELECT count(*) FROM items i WHERE {where} AND {cond}", [*params, *cparams]
         ).fetchone()
         return int(row[0])
 
     def _ranked(
-        self, c: sqlite3.Connection, query: LegQuery, expr: str, limit: int
+        self,
+        c: sqlite3.Connection,
+        query: LegQuery,
+        expr: str,
+        limit: int,
+        flavour: TextFields | None = None,
+        unless: str | None = None,
     ) -> list[tuple[int, float]]:
-        """(rowid, -bm25) of the rows matching `expr` under the query's filters, best first."""
-        table = q.FTS_TABLES[query.text_fields]
+        """(rowid, -bm25) of the rows matching `expr` in the `flavour` table (the query's by
+        default) under the query's filters, best first; `unless`: not the rows this matches
+        in the query's own table (an earlier tier)."""
+        table = q.FTS_TABLES[flavour or query.text_fields]
         where, params = q.where(query.vis, query.filters, query.regex)
+        if unless is not None:
+            own = q.FTS_TABLES[query.text_fields]
+            where += f" AND f.rowid NOT IN (SELECT rowid FROM {own} WHERE {own} MATCH ?)"
+            params.append(unless)
         # bm25() in ORDER BY runs SQLite's sorter, measured 2x faster than FTS5's own
         # `ORDER BY rank`; snippets are made afterwards for the returned rows only.
         rows = c.execute(
@@ -228,15 +235,21 @@ class EmbeddedBackend:
         """Exact-word matches first, then the rows found only through a correction or the
         last word's prefix (DESIGN 3.12): a typo never outranks the word spelt right."""
         ranked = self._ranked(c, query, tm.exact, query.depth) if tm.exact else []
-        if tm.typo_only is not None and len(ranked) < query.depth:
-            tier = self._ranked(c, query, tm.typo_only, query.depth - len(ranked))
+        tiers: list[tuple[str | None, TextFields | None, str | None]] = [
+            (tm.typo_only, None, None),  # corrections
+            (tm.prefix, "plain", tm.either),  # the last word's prefix, unstemmed
+        ]
+        for expr_, flavour, unless in tiers:
+            if expr_ is None or len(ranked) >= query.depth:
+                continue
+            tier = self._ranked(c, query, expr_, query.depth - len(ranked), flavour, unless)
             if tier:
-                # Scaled under the lowest exact score, order kept: the tier's scores say it
+                # Scaled under the lowest score so far, order kept: the tier's scores say it
                 # ranks lower wherever a leg's scores are compared.
                 floor = min((s for _, s in ranked), default=1.0)
                 scale = min(TYPO_WEIGHT, TYPO_WEIGHT * floor / max(s for _, s in tier))
                 ranked += [(r, s * scale) for r, s in tier]
-        expr = tm.either
+        expr = tm.either or tm.prefix
         if not ranked or expr is None:
             return ()  # only common words under the stemmed rule: nothing to match
         table = q.FTS_TABLES[query.text_fields]
@@ -433,15 +446,16 @@ class EmbeddedBackend:
         timeout_s: float | None = None,
     ) -> Facets:
         with self._tx(timeout_s=timeout_s) as c:
-            expr = None
+            cond = None
             if match is not None and match.text is not None and not match.every:
-                expr = typos.text_match(c, vis, match.text, match.text_fields).either
+                tm = typos.text_match(c, vis, match.text, match.text_fields)
+                cond = tm.condition(match.text_fields)
             gen = self._generation(c)
 
             def count(f: Filters) -> Facets:
                 where, params = q.where(vis, f, match.regex if match else None)
                 if match is not None:
-                    where, params = q.match_where(where, params, match, expr)
+                    where, params = q.match_where(where, params, match, cond)
                 return self._cache.facets(
                     gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
                 )

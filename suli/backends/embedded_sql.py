@@ -445,19 +445,18 @@ def row_item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
 
 
 def match_where(
-    where: str, params: list[Any], match: MatchSet, expr: str | None
+    where: str, params: list[Any], match: MatchSet, text: tuple[str, list[Any]] | None
 ) -> tuple[str, list[Any]]:
-    """WHERE narrowed to the items a search matched (see MatchSet): words through the same
-    FTS table and MATCH expression `expr` as the text leg (both tiers), or one of the kept
+    """WHERE narrowed to the items a search matched (see MatchSet): `text`, the text leg's own
+    match condition over `i` (every tier; None: no word part), or one of the kept
     meaning-only ids."""
     if match.every:
         return where, params
     ors: list[str] = []
     extra: list[Any] = []
-    if expr is not None:
-        table = FTS_TABLES[match.text_fields]
-        ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
-        extra.append(expr)
+    if text is not None:
+        ors.append(text[0])
+        extra += text[1]
     if match.ids:
         clause, ps = _in("i.id", match.ids)
         ors.append(clause)

@@ -55,11 +55,14 @@ class TextMatch:
     """The FTS5 expressions of one text query: its exact words and its typo tier."""
 
     exact: str | None  # None: no word left to match exactly
-    typo: str | None  # corrections and the last word's prefix; None: none
+    typo: str | None  # corrections, on the same (stemmed) table; None: none
+    # The last word's prefix, on the unstemmed table: the stemmer would cut a whole word to a
+    # stem that is a prefix of others ("orchestrations" -> "orchestr" -> "orchestra").
+    prefix: str | None = None
 
     @property
     def either(self) -> str | None:
-        """Every row the text leg matches, in either tier (for counts and highlights)."""
+        """The exact words or a correction (one table: for the first tiers and highlights)."""
         parts = [p for p in (self.exact, self.typo) if p]
         if len(parts) < 2:
             return parts[0] if parts else None
@@ -67,10 +70,20 @@ class TextMatch:
 
     @property
     def typo_only(self) -> str | None:
-        """Rows of the typo tier that no exact word matches."""
+        """Rows of the corrections tier that no exact word matches."""
         if self.typo is None:
             return None
         return self.typo if self.exact is None else f"({self.typo}) NOT ({self.exact})"
+
+    def condition(self, flavour: TextFields) -> tuple[str, list[Any]]:
+        """SQL over items `i`: the row matches in any tier (for counts and facets)."""
+        ors: list[str] = []
+        params: list[Any] = []
+        for table, expr in ((FTS_TABLES[flavour], self.either), (FTS_TABLES["plain"], self.prefix)):
+            if expr is not None:
+                ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
+                params.append(expr)
+        return (f"({' OR '.join(ors)})" if ors else "0"), params
 
 
 def _visible(c: sqlite3.Connection, term: str, sql: str, params: list[Any]) -> bool:
@@ -119,7 +132,9 @@ def text_match(c: sqlite3.Connection, vis: Visibility, text: str, flavour: TextF
     for w in typo_words(text):
         typo += [quote_word(t) for t in corrections(c, vis, w)]
     last = prefix_word(text)
-    if last is not None:
-        typo.append(f"{quote_word(last)}*")
     unique = list(dict.fromkeys(typo))
-    return TextMatch(exact, " OR ".join(unique) if unique else None)
+    return TextMatch(
+        exact,
+        " OR ".join(unique) if unique else None,
+        f"{quote_word(last)}*" if last is not None else None,
+    )
