@@ -88,9 +88,10 @@ class TextMatch:
 
 def _visible(c: sqlite3.Connection, term: str, sql: str, params: list[Any]) -> bool:
     table = FTS_TABLES["plain"]
+    # The term's rows drive (by rowid), not a scan of the caller's visible items.
     row = c.execute(
-        f"SELECT 1 FROM {table} f JOIN items i ON i.rowid = f.rowid "
-        f"WHERE {table} MATCH ? AND {sql} LIMIT 1",
+        f"SELECT 1 FROM items i WHERE i.rowid IN (SELECT rowid FROM {table} WHERE {table} "
+        f"MATCH ?) AND {sql} LIMIT 1",
         [quote_word(term), *params],
     ).fetchone()
     return row is not None
