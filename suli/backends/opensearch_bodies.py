@@ -92,7 +92,10 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     fuzzy = typo_words(text)
     if fuzzy:
-        fuzzy_fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
+        # On the unstemmed fields, as the embedded store corrects against its unstemmed
+        # vocabulary: a typo is an edit of the word, and a stem cut short ("orchestrations" ->
+        # "orchestr") would reach words ("orchestra") the query never came near.
+        fuzzy_fields = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
         out.append(
             {
                 "multi_match": {
