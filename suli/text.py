@@ -64,12 +64,15 @@ FIELD_WEIGHTS = {"title": 1.25, "body": 1.0, "caption": 1.0, "path": 1.0, "tags"
 
 
 # ---- typos (DESIGN 3.12) -------------------------------------------------------------------
-# A word of at least FUZZY_MIN_CHARS letters may carry a typo: OpenSearch's `fuzziness: AUTO`
-# allows one edit up to five letters and two from six, and shorter words are left alone (at
-# three or four letters one edit reaches too many other words). The first PREFIX_LENGTH
+# A word of at least FUZZY_MIN_CHARS letters may carry a typo: one edit from five letters,
+# two from TWO_EDITS_CHARS (OpenSearch's `fuzziness: AUTO:5,8`). Lucene's plain AUTO (two
+# edits from six letters) let made-up words find real ones ("brillig" -> "billing", "bowling" ->
+# "billing" on the sample workspace: tests/integration/test_floor.py); one edit is what the
+# common typo (a swap, a dropped, extra or wrong letter) needs. The first PREFIX_LENGTH
 # letters must be right, as in most typos, which also keeps the expansion small. The last word
 # may be half typed: it matches as a prefix from PREFIX_MIN_CHARS letters.
 FUZZY_MIN_CHARS = 5
+TWO_EDITS_CHARS = 8
 PREFIX_LENGTH = 1
 PREFIX_MIN_CHARS = 3
 # Corrections kept per word on the embedded store (visible words only, nearest first).
@@ -77,9 +80,9 @@ MAX_EXPANSIONS = 20
 
 
 def max_edits(word: str) -> int:
-    """Edits a word may be away from what it means (Lucene's AUTO: 0, 1, then 2)."""
+    """Edits a word may be away from what it means (0, 1, then 2; see FUZZY_MIN_CHARS)."""
     n = len(word)
-    return 0 if n < FUZZY_MIN_CHARS else 1 if n < 6 else 2
+    return 0 if n < FUZZY_MIN_CHARS else 1 if n < TWO_EDITS_CHARS else 2
 
 
 def typo_words(text: str) -> list[str]:

@@ -14,7 +14,9 @@ from suli.counting import own_filter_lifted, without_facet_filters
 from suli.models import Filters
 from suli.text import (
     FIELD_WEIGHTS,
+    FUZZY_MIN_CHARS,
     PREFIX_LENGTH,
+    TWO_EDITS_CHARS,
     prefix_word,
     typo_words,
 )
@@ -77,8 +79,8 @@ TYPO_BOOST = 0.1
 
 
 def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
-    """The lower-weighted clauses that forgive typos: the longer words fuzzy (AUTO edits, the
-    first letter fixed, a bounded expansion) and the last word as a prefix. Common words are
+    """The lower-weighted clauses that forgive typos: the longer words fuzzy (the edits of
+    suli.text.max_edits, the first letter fixed) and the last word as a prefix. Common words are
     never fuzzed, and a query of only common words ("plain") has none. Both take only the
     words the Python side picked (suli.text): nothing of the user's text is syntax.
 
@@ -102,7 +104,7 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
                     "query": " ".join(fuzzy),
                     "fields": fuzzy_fields,
                     "type": "most_fields",
-                    "fuzziness": "AUTO",
+                    "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
                     "prefix_length": PREFIX_LENGTH,
                     "fuzzy_rewrite": "constant_score",
                     "boost": TYPO_BOOST,

@@ -211,10 +211,10 @@ def edits(a: str, b: str) -> int:
 
 
 def typo_near(query_word: str, word: str) -> bool:
-    """Section 3.12 with Lucene's AUTO: a word of 5 letters may be one edit off, of 6 or more
-    two, the first letter right; shorter words must be exact."""
+    """Section 3.12: a word of 5 to 7 letters may be one edit off, of 8 or more two, the first
+    letter right; shorter words must be exact."""
     n = len(query_word)
-    allowed = 0 if n < 5 else 1 if n == 5 else 2
+    allowed = 0 if n < 5 else 1 if n < 8 else 2
     return allowed > 0 and word[:1] == query_word[:1] and edits(query_word, word) <= allowed
 
 
