@@ -77,6 +77,9 @@ PREFIX_LENGTH = 1
 PREFIX_MIN_CHARS = 3
 # Corrections kept per word on the embedded store (visible words only, nearest first).
 MAX_EXPANSIONS = 20
+# Words corrected per query, the first ones: typed queries are short, and a long one (a
+# related card's 64 words, a 1,000-character query) must not cost a correction per word.
+MAX_TYPO_WORDS = 8
 
 
 def max_edits(word: str) -> int:
@@ -88,7 +91,7 @@ def max_edits(word: str) -> int:
 def typo_words(text: str) -> list[str]:
     """The query words that may carry a typo: long enough and never a common word."""
     ws = [w for w in words(text) if w not in ENGLISH_STOPWORDS and max_edits(w)]
-    return list(dict.fromkeys(ws))
+    return list(dict.fromkeys(ws))[:MAX_TYPO_WORDS]
 
 
 def prefix_word(text: str) -> str | None:
