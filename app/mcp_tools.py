@@ -16,9 +16,9 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from app import schemas
 from app.errors import error_body, public_error
-from app.respond import CursorAt, fit
-from app.schemas import SearchOut
+from app.respond import CursorAt, fit, rounded
 from suli.errors import (
     BackendUnavailable,
     DeadlineExceeded,
@@ -57,7 +57,7 @@ _GUESSES = {
 }
 
 
-class ToolSearchOut(SearchOut):
+class ToolSearchOut(schemas.SearchResponse):
     """What library_search and library_related return: the HTTP body plus how the cap applied."""
 
     limit: int = Field(description="The cap that applied (the tighter of limit and max_results).")
@@ -116,7 +116,7 @@ def tool_body(
     cursor_at: CursorAt | None = None,
 ) -> dict[str, Any]:
     """The structured result: the HTTP search body (same fit to size) plus cap, has_more, notes."""
-    body = fit(response_json(resp), max_bytes, cursor_at)
+    body = fit(rounded(response_json(resp)), max_bytes, cursor_at)
     shown = len(body["results"])
     notes = list(notes)
     if body["truncated"]:

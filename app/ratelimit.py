@@ -10,6 +10,7 @@ Two implementations with one interface (`check`, `peek`):
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from suli.errors import BackendUnavailable, RateLimited
+
+log = logging.getLogger(__name__)
 
 DAY_S = 86_400
 
@@ -125,6 +128,7 @@ class SharedRateLimiter:
             if not self._limiter.hit(self._day, self.namespace, key):
                 raise self._refused(self._day, key, "daily limit", self.per_day)
         except StorageError as e:
+            log.warning("the shared rate-limit store (SULI_SHARED_STORE) is unreachable: %s", e)
             raise BackendUnavailable(
                 "the shared rate-limit store (SULI_SHARED_STORE) is unreachable"
             ) from e

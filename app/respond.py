@@ -1,17 +1,35 @@
-"""Finishing a response body: size limit, Server-Timing header, per-phase metrics."""
+"""Finishing a response body: timings rounded, size limit, Server-Timing header, metrics.
+
+`rounded` is the one rounding of `timings_ms` for every edge: HTTP (here), MCP (app.mcp_tools)
+and the CLI's `--json` (cli.output), so this module imports nothing heavy at import time.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from typing import Any
-
-from fastapi import Response
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from app import logs
 from app.metrics import server_timing
-from app.runtime import Runtime
+
+if TYPE_CHECKING:
+    from fastapi import Response
+
+    from app.runtime import Runtime
+
+# 0.1 ms: the clocks and the scheduler make finer digits noise, and a client should not get
+# 17-digit floats that differ on every call.
+TIMING_DECIMALS = 1
+
+
+def rounded(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body with each `timings_ms` value rounded to 0.1 ms (other fields untouched)."""
+    timings = body.get("timings_ms")
+    if not isinstance(timings, Mapping):
+        return dict(body)
+    return {**body, "timings_ms": {k: round(v, TIMING_DECIMALS) for k, v in timings.items()}}
 
 
 def _size(body: dict[str, Any]) -> int:
@@ -52,8 +70,8 @@ def finish_search(
     route: str,
     cursor_at: CursorAt | None = None,
 ) -> dict[str, Any]:
-    """A search/related body: trimmed to size, timed in a header, counted in metrics."""
-    body = fit(body, runtime.settings.max_response_bytes, cursor_at)
+    """A search/related body: timings rounded, trimmed to size, timed in a header, counted."""
+    body = fit(rounded(body), runtime.settings.max_response_bytes, cursor_at)
     timings = body["timings_ms"]
     response.headers["Server-Timing"] = server_timing(timings)
     runtime.metrics.observe_phases(route, timings)
@@ -70,6 +88,6 @@ class Timer:
         self.t0 = time.perf_counter()
 
     def done(self, body: dict[str, Any], response: Response) -> dict[str, Any]:
-        timings = {"total": round((time.perf_counter() - self.t0) * 1000, 3)}
-        response.headers["Server-Timing"] = server_timing(timings)
-        return {**body, "timings_ms": timings}
+        out = rounded({**body, "timings_ms": {"total": (time.perf_counter() - self.t0) * 1000}})
+        response.headers["Server-Timing"] = server_timing(out["timings_ms"])
+        return out

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Body, Query, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import Field, TypeAdapter, ValidationError
 
+from app import schemas
+from app.api_docs import ITEM_INPUT_REF
 from app.deps import AdminDep, RuntimeDep, SearcherDep
 from app.respond import Timer
 from app.runtime import run_blocking
@@ -15,12 +17,8 @@ from app.schemas import (
     DELETE_ERRORS,
     MAX_BATCH,
     WRITE_ERRORS,
-    BoardAclBody,
-    BoardAclOut,
-    DeleteOut,
-    IngestOut,
-    PrincipalBody,
-    PrincipalOut,
+    BoardAclRequest,
+    PrincipalRequest,
 )
 from indexer.pipeline import Rejection, index_items
 from suli.errors import BackendUnavailable, Forbidden, InvalidInput, NotFound
@@ -29,6 +27,9 @@ from suli.service import Searcher
 from suli.validate import lookup_id, parse_acl, parse_item, parse_principal
 
 router = APIRouter(prefix="/api/v1", tags=["ingestion"])
+# POST /items with any item rejected: one status a client can branch on without reading the
+# body (200 means everything went in), and the same per-item body as the 200 (docs/decisions.md).
+MULTI_STATUS = 207
 # POST /items: a single object is taken as a batch of one (what a user posting one item expects).
 _BATCH = TypeAdapter(Annotated[list[dict[str, Any]], Field(max_length=MAX_BATCH)])
 
@@ -76,8 +77,17 @@ def _ingest(
 
 @router.post(
     "/items",
-    response_model=IngestOut,
-    responses=WRITE_ERRORS,
+    operation_id="upsertItems",
+    response_model=schemas.IngestResponse,
+    responses={
+        200: {"description": "Every item was indexed."},
+        207: {
+            "model": schemas.IngestResponse,
+            "description": "Some or all items were rejected (the others were indexed): "
+            "`items` says which, with each reason.",
+        },
+        **WRITE_ERRORS,
+    },
     summary="Upsert items in bulk (admin)",
 )
 async def upsert_items(
@@ -85,10 +95,12 @@ async def upsert_items(
         Any,
         Body(
             description=f"An array of up to {MAX_BATCH} item objects, or one item object.",
+            # Documented as items (app.api_docs adds ItemInput); read as plain objects, so
+            # an invalid item is rejected on its own instead of failing the whole batch.
             json_schema_extra={
                 "anyOf": [
-                    {"type": "array", "items": {"type": "object"}, "maxItems": MAX_BATCH},
-                    {"type": "object"},
+                    {"type": "array", "items": {"$ref": ITEM_INPUT_REF}, "maxItems": MAX_BATCH},
+                    {"$ref": ITEM_INPUT_REF},
                 ]
             },
         ),
@@ -103,7 +115,10 @@ async def upsert_items(
 ) -> dict[str, Any]:
     """A JSON array of items (docs/items.md), or one item object (taken as a batch of one).
     Valid items go in, invalid ones are reported: every element gets
-    `{index, id, status: indexed|rejected, reason}`.
+    `{index, id, status: indexed|rejected, reason}`. The status says whether all went in:
+    200 when every item was indexed, 207 Multi-Status when any was rejected (the body is the
+    same); a request that is not a batch at all (not an array or object, over the batch size)
+    is a 422 and changes nothing.
 
     Not bound by the search deadline (a batch must not end half-written and unreported);
     its work is bounded by the batch size instead.
@@ -118,12 +133,14 @@ async def upsert_items(
     body = await run_blocking(_ingest, searcher, admin, batch, refresh)
     runtime.metrics.items.labels(status="indexed").inc(body["indexed"])
     runtime.metrics.items.labels(status="rejected").inc(body["rejected"])
+    response.status_code = MULTI_STATUS if body["rejected"] else 200
     return timer.done(body, response)
 
 
 @router.delete(
     "/items/{item_id}",
-    response_model=DeleteOut,
+    operation_id="deleteItem",
+    response_model=schemas.Deleted,
     responses=DELETE_ERRORS,
     summary="Delete an item (admin)",
 )
@@ -152,12 +169,13 @@ def _workspace(admin: Principal, given: str | None) -> str:
 
 @router.put(
     "/boards/{board}",
-    response_model=BoardAclOut,
+    operation_id="putBoard",
+    response_model=schemas.BoardAcl,
     responses=WRITE_ERRORS,
     summary="Set a board's ACL (admin)",
 )
 async def put_board(
-    board: str, body: BoardAclBody, admin: AdminDep, searcher: SearcherDep, response: Response
+    board: str, body: BoardAclRequest, admin: AdminDep, searcher: SearcherDep, response: Response
 ) -> dict[str, Any]:
     """Members and groups who may see the board's items; applies from the next query on."""
     timer = Timer()
@@ -176,13 +194,14 @@ async def put_board(
 
 @router.put(
     "/principals/{principal_id}",
-    response_model=PrincipalOut,
+    operation_id="putPrincipal",
+    response_model=schemas.Principal,
     responses=WRITE_ERRORS,
     summary="Create or replace a principal (admin)",
 )
 async def put_principal(
     principal_id: str,
-    body: PrincipalBody,
+    body: PrincipalRequest,
     admin: AdminDep,
     searcher: SearcherDep,
     response: Response,

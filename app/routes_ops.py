@@ -11,7 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from app.deps import RuntimeDep
 from app.runtime import Runtime, run_blocking
-from app.schemas import HealthOut, ReadyOut, error_responses
+from app.schemas import Health, Ready, error_responses
 from suli.errors import BackendUnavailable, SuliError
 from suli.service import Deadline
 
@@ -28,7 +28,13 @@ class NotReady(BackendUnavailable):
 READY_TIMEOUT_S = 5.0  # a readiness probe must answer well within a probe's usual period
 
 
-@router.get("/healthz", response_model=HealthOut, summary="Liveness: the process answers")
+@router.get(
+    "/healthz",
+    operation_id="healthz",
+    response_model=Health,
+    responses=error_responses(422),
+    summary="Liveness: the process answers",
+)
 async def healthz() -> dict[str, Any]:
     """Never touches OpenSearch: a dead backend must not get the service restarted."""
     return {"status": "ok"}
@@ -36,8 +42,9 @@ async def healthz() -> dict[str, Any]:
 
 @router.get(
     "/readyz",
-    response_model=ReadyOut,
-    responses=error_responses(503),
+    operation_id="readyz",
+    response_model=Ready,
+    responses=error_responses(422, 503),
     summary="Readiness: the backend answers and its index is usable",
 )
 async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
@@ -72,7 +79,13 @@ def _not_ready(reason: str, detail: str) -> NoReturn:
     raise NotReady(f"not ready: {reason}")
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    responses=error_responses(422),
+    summary="Prometheus metrics",
+    response_class=Response,
+)
 async def metrics(runtime: RuntimeDep) -> Response:
     return Response(generate_latest(_registry(runtime)), media_type=CONTENT_TYPE_LATEST)
 

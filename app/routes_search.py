@@ -6,22 +6,21 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
+from app import schemas
 from app.deps import CallerDep, DeadlineDep, PrincipalDep, RuntimeDep, SearcherDep
 from app.respond import Timer, finish_search
 from app.runtime import run_blocking
 from app.schemas import (
+    BODY_READ_ERRORS,
+    ITEM_ERRORS,
     READ_ERRORS,
-    FacetsOut,
+    RELATED_ERRORS,
     FacetsQuery,
-    ItemOut,
-    RelatedBody,
-    SearchBody,
-    SearchOut,
+    RelatedRequest,
     SearchQuery,
-    error_responses,
 )
+from suli import models
 from suli.errors import InvalidInput
-from suli.models import SearchRequest
 from suli.render import facets_json, item_json, response_json
 from suli.search_params import request_from
 from suli.service import Card
@@ -30,13 +29,16 @@ from suli.settings import Settings
 router = APIRouter(prefix="/api/v1", tags=["search"])
 
 
-def _request(p: SearchQuery | SearchBody | FacetsQuery, settings: Settings) -> SearchRequest:
+def _request(
+    p: SearchQuery | schemas.SearchRequest | FacetsQuery, settings: Settings
+) -> models.SearchRequest:
     """The CLI's validation, shared: the same parameters mean the same search everywhere."""
-    return request_from(p.model_dump(), max_query_chars=settings.max_query_chars)
+    # mode="json": enums as their plain strings, exactly what the CLI hands over.
+    return request_from(p.model_dump(mode="json"), max_query_chars=settings.max_query_chars)
 
 
 async def _search(
-    params: SearchQuery | SearchBody,
+    params: SearchQuery | schemas.SearchRequest,
     caller: CallerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
@@ -59,7 +61,8 @@ async def _search(
 
 @router.get(
     "/search",
-    response_model=SearchOut,
+    operation_id="search",
+    response_model=schemas.SearchResponse,
     response_model_exclude_unset=True,
     responses=READ_ERRORS,
     summary="Search items by words and meaning",
@@ -78,13 +81,14 @@ async def search_get(
 
 @router.post(
     "/search",
-    response_model=SearchOut,
+    operation_id="searchPost",
+    response_model=schemas.SearchResponse,
     response_model_exclude_unset=True,
-    responses=READ_ERRORS,
+    responses=BODY_READ_ERRORS,
     summary="Search items (parameters in a JSON body)",
 )
 async def search_post(
-    params: SearchBody,
+    params: schemas.SearchRequest,
     caller: CallerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
@@ -97,13 +101,14 @@ async def search_post(
 
 @router.post(
     "/related",
-    response_model=SearchOut,
+    operation_id="related",
+    response_model=schemas.SearchResponse,
     response_model_exclude_unset=True,
-    responses=error_responses(400, 401, 404, 422, 429, 503, 504),
+    responses=RELATED_ERRORS,
     summary="Items related to an item or to an unsaved card",
 )
 async def related(
-    body: RelatedBody,
+    body: RelatedRequest,
     principal: PrincipalDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
@@ -140,8 +145,9 @@ async def related(
 
 @router.get(
     "/items/{item_id}",
-    response_model=ItemOut,
-    responses=error_responses(401, 404, 429, 503, 504),
+    operation_id="getItem",
+    response_model=schemas.Item,
+    responses=ITEM_ERRORS,
     summary="One item the caller may see",
 )
 async def get_item(
@@ -159,7 +165,8 @@ async def get_item(
 
 @router.get(
     "/facets",
-    response_model=FacetsOut,
+    operation_id="facets",
+    response_model=schemas.FacetsResponse,
     responses=READ_ERRORS,
     summary="Filter values the caller can see, with counts",
 )

@@ -2,19 +2,57 @@
 
 Responses are built from suli.render dicts and filtered through these models, so nothing the
 models do not name (vectors, ACLs, uploader, hidden fields) can be serialized by accident.
+
+Class names are the OpenAPI component names, so a generated client gets `SearchResponse`,
+`SearchMode`, `Facets`: enums and open maps are named types, not inline schemas a generator
+would name after the route. Import this module as `schemas` where a name meets a core type
+(`schemas.Item` is the response, `suli.models.Item` the domain item).
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 MAX_LIMIT = 25
 MAX_BATCH = 1000  # items per ingestion request: bounded so one request's work stays bounded
-Timings = dict[str, float]
 # An item id or URL: never blank (an empty id is no reference, and OpenSearch refuses it).
 Reference = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+
+
+class SearchMode(StrEnum):
+    """hybrid: words and meaning fused; text: words only; vector: meaning only."""
+
+    hybrid = "hybrid"
+    text = "text"
+    vector = "vector"
+
+
+class Scope(StrEnum):
+    """Who may see an item: the workspace, a board's members, or its uploader only."""
+
+    workspace = "workspace"
+    board = "board"
+    personal = "personal"
+
+
+class TotalRelation(StrEnum):
+    """eq: `total` is exact; gte: at least `total` (the engine could not count all)."""
+
+    eq = "eq"
+    gte = "gte"
+
+
+class PrincipalKind(StrEnum):
+    person = "person"
+    agent = "agent"
+
+
+class IngestStatus(StrEnum):
+    indexed = "indexed"
+    rejected = "rejected"
 
 
 class _In(BaseModel):
@@ -46,7 +84,7 @@ class FacetsQuery(_Filters):
     without, over every visible item passing the filters."""
 
     q: str = Field("", description="Words; counts follow this search's matches.")
-    mode: Literal["hybrid", "text", "vector"] = "hybrid"
+    mode: SearchMode = SearchMode.hybrid
     regex: str | None = Field(
         None, max_length=200, description="Regular expression over title and body."
     )
@@ -70,7 +108,7 @@ class _SearchOptions(BaseModel):
         None, max_length=200, description="Regular expression over title and body."
     )
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
-    mode: Literal["hybrid", "text", "vector"] = "hybrid"
+    mode: SearchMode = SearchMode.hybrid
     explain: bool = Field(False, description="Add an explain block to each result.")
     cursor: str | None = Field(
         None,
@@ -86,13 +124,16 @@ class SearchQuery(FacetsQuery, _SearchOptions):
     """Query parameters of GET /api/v1/search (the CLI's flags)."""
 
     # FacetsQuery's `q` would win by inheritance order: keep the search's own description.
-    q: str = _SearchOptions.model_fields["q"]
+    q: str = Field("", description=_SearchOptions.model_fields["q"].description)
 
 
-class SearchBody(_Filters, _SearchOptions):
+class SearchRequest(_Filters, _SearchOptions):
     """Body of POST /api/v1/search; a filter takes one value, a comma list or a JSON list."""
 
     model_config = _STRICT_BODY
+
+    # Strict mode takes only an enum instance, which JSON cannot send: the string is the value.
+    mode: SearchMode = Field(SearchMode.hybrid, strict=False)
 
     kind: str | list[str] | None = None
     outcome: str | list[str] | None = None
@@ -102,7 +143,7 @@ class SearchBody(_Filters, _SearchOptions):
     tag: str | list[str] | None = None
 
 
-class RelatedBody(_In):
+class RelatedRequest(_In):
     """Related items for a visible item (item_id) or for an unsaved card (title, spec, references)."""
 
     model_config = _STRICT_BODY
@@ -115,7 +156,7 @@ class RelatedBody(_In):
     explain: bool = False
 
 
-class BoardAclBody(_In):
+class BoardAclRequest(_In):
     """A board's ACL; the workspace defaults to the admin's own."""
 
     model_config = _STRICT_BODY
@@ -126,20 +167,35 @@ class BoardAclBody(_In):
     groups: list[str] = Field(default_factory=list)
 
 
-class PrincipalBody(_In):
+class PrincipalRequest(_In):
     """A person or agent; the workspace defaults to the admin's own."""
 
     model_config = _STRICT_BODY
 
     workspace: str | None = None
-    kind: Literal["person", "agent"] = "person"
+    kind: PrincipalKind = Field(PrincipalKind.person, strict=False)  # see SearchRequest.mode
     groups: list[str] = Field(default_factory=list)
 
 
 # ---- responses ---------------------------------------------------------------------------
 
 
-class ExplainOut(BaseModel):
+class Timings(BaseModel):
+    """Milliseconds, rounded to 0.1: `total`, and one entry per phase the request ran."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, float] = Field(init=False)
+
+    total: float
+
+
+class Provenance(BaseModel):
+    """Where an item came from, as its producer sent it (source, created_by, created_at, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Explain(BaseModel):
     text_rank: int | None
     vector_rank: int | None
     vector_similarity: float | None
@@ -151,24 +207,24 @@ class ExplainOut(BaseModel):
     kept: str
 
 
-class ResultOut(BaseModel):
+class Result(BaseModel):
     id: str
     kind: str
     title: str
     outcome: str | None
-    scope: Literal["workspace", "board", "personal"]
+    scope: Scope
     board: str | None
-    provenance: dict[str, Any]
+    provenance: Provenance
     snippet: str
     url: str
     superseded: bool
     superseded_by: str | None = Field(description="Named only when the caller may see it.")
     last_activity_at: str | None
     score: float
-    explain: ExplainOut | None = None
+    explain: Explain | None = None
 
 
-class DegradedOut(BaseModel):
+class Degraded(BaseModel):
     leg: str
     reason: str
 
@@ -178,33 +234,53 @@ class FacetValue(BaseModel):
     count: int
 
 
-class FacetsBody(BaseModel):
+class FacetCounts(BaseModel):
+    """Per filter (kind, outcome, board, agent, station, tag), its values, most first."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, list[FacetValue]] = Field(init=False)
+
+
+class FacetMore(BaseModel):
+    """Per filter, whether it has values beyond the 50 listed."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, bool] = Field(init=False)
+
+
+class Facets(BaseModel):
+    """The body of GET /api/v1/facets, also inside a search response as `facets`
+    (hence `response.facets.facets` for the counts there)."""
+
     total: int = Field(description="Items counted: the same set as the search's `total`.")
-    facets: dict[str, list[FacetValue]] = Field(
+    facets: FacetCounts = Field(
         description="Per filter, its values with counts, most first, up to 50."
     )
-    more: dict[str, bool] = Field(description="A filter has values beyond the 50 listed.")
+    more: FacetMore = Field(description="A filter has values beyond the 50 listed.")
 
 
-class SearchOut(BaseModel):
-    results: list[ResultOut]
+class Dropped(BaseModel):
+    """With explain only: hits left out, by reason."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, int] = Field(init=False)
+
+
+class SearchResponse(BaseModel):
+    results: list[Result]
     total: int = Field(
         description="Visible items matching the search (all of them, not only this page): "
         "exact when total_relation is eq, a lower bound when gte."
     )
-    total_relation: Literal["eq", "gte"] = Field(
-        description="eq: total is exact; gte: at least total (the engine could not count all)."
-    )
+    total_relation: TotalRelation
     offset: int = Field(description="Position of the first result in the ranked list.")
     has_more: bool = Field(description="A next page exists: send `next` as `cursor`.")
     next: str | None = Field(
         description="Opaque cursor of the next page (this caller, this search only)."
     )
-    facets: FacetsBody | None = Field(None, description="With facets=true only.")
-    dropped: dict[str, int] | None = Field(
-        None, description="With explain only: hits left out, by reason."
-    )
-    degraded: list[DegradedOut]
+    facets: Facets | None = Field(None, description="With facets=true only.")
+    dropped: Dropped | None = Field(None, description="With explain only.")
+    degraded: list[Degraded]
     truncated: bool = Field(description="Lowest-ranked results were cut to fit max_response_bytes.")
     rerank: str = Field(
         description="off, applied, skipped-<reason>, fallback-timeout or fallback-error."
@@ -212,22 +288,22 @@ class SearchOut(BaseModel):
     timings_ms: Timings
 
 
-class StationOut(BaseModel):
+class Station(BaseModel):
     id: str
     name: str
 
 
-class ItemOut(BaseModel):
+class Item(BaseModel):
     id: str
     workspace: str
     kind: str
     title: str
     body: str
     outcome: str | None
-    scope: Literal["workspace", "board", "personal"]
+    scope: Scope
     board: str | None
     agent: str | None
-    stations: list[StationOut]
+    stations: list[Station]
     superseded: bool
     superseded_by: str | None
     references: list[str]
@@ -235,7 +311,7 @@ class ItemOut(BaseModel):
     media_type: str
     path: str
     caption: str
-    provenance: dict[str, Any]
+    provenance: Provenance
     created_at: str | None
     updated_at: str | None
     last_activity_at: str | None
@@ -244,31 +320,35 @@ class ItemOut(BaseModel):
     timings_ms: Timings
 
 
-class FacetsOut(FacetsBody):
+class FacetsResponse(Facets):
     timings_ms: Timings
 
 
-class ItemOutcome(BaseModel):
+class IngestItem(BaseModel):
+    """What became of one element of the request array."""
+
     index: int = Field(description="Position in the request array (0-based).")
     id: str | None
-    status: Literal["indexed", "rejected"]
-    reason: str | None = None
+    status: IngestStatus
+    reason: str | None = Field(None, description="Why it was rejected (field: problem).")
 
 
-class IngestOut(BaseModel):
+class IngestResponse(BaseModel):
+    """Per item, indexed or rejected with its reason (200: all indexed; 207: some rejected)."""
+
     indexed: int
     rejected: int
-    items: list[ItemOutcome]
+    items: list[IngestItem]
     timings_ms: Timings
 
 
-class DeleteOut(BaseModel):
+class Deleted(BaseModel):
     id: str
     status: Literal["deleted"]
     timings_ms: Timings
 
 
-class BoardAclOut(BaseModel):
+class BoardAcl(BaseModel):
     board: str
     workspace: str
     name: str
@@ -277,49 +357,69 @@ class BoardAclOut(BaseModel):
     timings_ms: Timings
 
 
-class PrincipalOut(BaseModel):
+class Principal(BaseModel):
     id: str
     workspace: str
-    kind: str
+    kind: PrincipalKind
     groups: list[str]
     timings_ms: Timings
 
 
-class HealthOut(BaseModel):
-    status: str
+class Health(BaseModel):
+    status: Literal["ok"]
 
 
-class ReadyOut(BaseModel):
-    status: str
+class Ready(BaseModel):
+    status: Literal["ready"]
 
 
 class ErrorDetail(BaseModel):
-    code: str = Field(description="Stable machine code, e.g. invalid_input, rate_limited.")
+    code: str = Field(
+        description="Stable machine code: invalid_input, invalid_json, bad_request, "
+        "unauthorized, forbidden, not_found, too_large, rate_limited, backend_unavailable, "
+        "deadline_exceeded, indexing_error, internal_error."
+    )
     message: str
     field: str | None = Field(None, description="The input field at fault, when there is one.")
     limit: int | None = Field(None, description="rate_limited only: the limit reached.")
     retry_after: int | None = Field(None, description="rate_limited only: seconds to wait.")
 
 
-class ErrorOut(BaseModel):
+class ErrorResponse(BaseModel):
+    """The one error shape of every 4xx and 5xx answer (app.errors)."""
+
     error: ErrorDetail
 
 
+# What each error status means, for the OpenAPI `responses` of the routes that can answer it.
+ERROR_TEXT = {
+    400: "The body is not JSON, or JSON nested past the parser's limit.",
+    401: "Missing, unknown or revoked token.",
+    403: "The token may not call this route (an admin token is needed, or another workspace).",
+    404: "No such item, or the caller may not see it (the same answer for both).",
+    413: "The request body is over its byte limit; `field` is `body`.",
+    422: "Invalid input; `field` names the parameter at fault.",
+    429: "Rate limit reached; see `Retry-After` and `error.retry_after`.",
+    500: "A bug on the service's side; the body names no internals.",
+    503: "The search backend is unreachable; the service recovers by itself.",
+    504: "The request ran past its deadline; its work was stopped.",
+}
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries for the error statuses a route can answer with."""
-    text = {
-        400: "Request body is not JSON.",
-        401: "Missing, unknown or revoked token.",
-        403: "The token may not call this route.",
-        404: "No such item, or the caller may not see it.",
-        422: "Invalid input; `field` names the parameter at fault.",
-        429: "Rate limit reached; see `Retry-After`.",
-        503: "OpenSearch is unreachable.",
-        504: "The request ran past its deadline.",
-    }
-    return {s: {"model": ErrorOut, "description": text[s]} for s in statuses}
+    """OpenAPI `responses` entries for the error statuses a route can answer with, all in the
+    one shape. Naming 422 also keeps FastAPI from adding its own validation-error schema,
+    which this service never sends (app.errors answers every validation error)."""
+    return {s: {"model": ErrorResponse, "description": ERROR_TEXT[s]} for s in (*statuses, 500)}
 
 
-READ_ERRORS = error_responses(400, 401, 422, 429, 503, 504)
-WRITE_ERRORS = error_responses(400, 401, 403, 422, 429, 503, 504)
-DELETE_ERRORS = error_responses(400, 401, 403, 404, 422, 429, 503, 504)
+# Every /api/v1 route checks the token (401, 429 for a guessing address), the rate limit (429),
+# its parameters (422, also a repeated scalar parameter) and works under the deadline (504)
+# against the backend (503); a body brings 400 (not JSON) and 413 (too large).
+_API = (401, 422, 429, 503, 504)
+READ_ERRORS = error_responses(*_API)
+BODY_READ_ERRORS = error_responses(400, 413, *_API)
+ITEM_ERRORS = error_responses(404, *_API)
+RELATED_ERRORS = error_responses(400, 404, 413, *_API)
+WRITE_ERRORS = error_responses(400, 403, 413, *_API)
+DELETE_ERRORS = error_responses(403, 404, *_API)

@@ -18,7 +18,15 @@ from app.deps import RuntimeDep
 from app.errors import public_error, status_of
 from app.runtime import Runtime, run_blocking
 from app.tokens import client_address, session_for
-from app.web_view import HERE, LIMITS, Form, environment, facet_options, next_path
+from app.web_view import (
+    HERE,
+    LIMITS,
+    Form,
+    environment,
+    facet_options,
+    next_path,
+    previous_url,
+)
 from suli.errors import Forbidden, InvalidInput, RateLimited, SuliError, Unauthorized
 from suli.models import Principal
 from suli.render import facets_json, item_json, response_json
@@ -171,7 +179,7 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
             return _to_signin(request)
         searcher, who = caller
         principal = who
-        body, error, status = None, None, 200
+        body, error, status, previous = None, None, 200, None
         try:
             req = search_request(
                 form.q, **form.search_args(), max_query_chars=runtime.settings.max_query_chars
@@ -179,6 +187,9 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
             resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)
             body = response_json(resp)
             facets = body["facets"]  # over this search's matches: the counts add up to it
+            previous = previous_url(
+                form, body["offset"], lambda at: searcher.cursor_at(principal.id, req, at)
+            )
         except InvalidInput as e:
             error, status = e, 422
             facets = facets_json(
@@ -196,6 +207,7 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
         "more_values": facets.get("more", {}),
         "counted": facets["total"],
         "body": body,
+        "previous": previous,
         "error": error,
         "labels": labels,
     }

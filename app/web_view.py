@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.datastructures import QueryParams
 
 from suli.errors import InvalidInput
@@ -25,6 +25,8 @@ HERE = Path(__file__).parent
 LIST_FILTERS = ("kind", "outcome", "board", "agent", "station", "tag")
 LIMITS = (10, 25)
 _MARK = re.compile(r"(</?mark>)")
+# Where an id or agent name may wrap: after the separators of `prn_release_bot-2`, `a.b:c/d`.
+_SEPARATOR = re.compile(r"(?<=[_\-.:/@])(?=.)", re.DOTALL)
 
 
 def snippet_html(snippet: str | None) -> Markup:
@@ -56,6 +58,18 @@ def safe_url(url: str | None) -> str | None:
     return url if parts.scheme in ("http", "https") and parts.netloc else None
 
 
+def breakable(value: object) -> Markup:
+    """An id or name, escaped, with a line-break chance (<wbr>) after each separator: it wraps
+    between its parts, never inside one (the CSS keeps `overflow-wrap: normal` there)."""
+    parts = _SEPARATOR.split("" if value is None else str(value))
+    return Markup("<wbr>").join(escape(p) for p in parts)  # Markup parts: escaped once
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """'1 item', '2 items', '0 items'; '1 match', '3 matches' with plural='matches'."""
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
 def day(value: str | None) -> str:
     """'2026-01-15T12:00:00Z' -> '2026-01-15' (UTC)."""
     if not value:
@@ -78,6 +92,8 @@ def environment() -> jinja2.Environment:
     env.filters["snippet"] = snippet_html
     env.filters["safe_url"] = safe_url
     env.filters["day"] = day
+    env.filters["breakable"] = breakable
+    env.filters["counted"] = counted
     return env
 
 
@@ -177,6 +193,18 @@ def facet_options(
         opts += [Option(v, labels.get(v, v), None, True) for v in chosen if v not in seen]
         out[name] = opts
     return out
+
+
+def previous_url(form: Form, offset: int, cursor_at: Callable[[int], str]) -> str | None:
+    """The link to the page before the one at `offset`, or None on the first page.
+
+    Its cursor is made here for the signed-in caller (`cursor_at`), never carried over from
+    the URL, so a shared link cannot hand anyone a cursor of someone else. A page one limit
+    back is the page before, however the user got here (the first page has no cursor)."""
+    if offset <= 0:
+        return None
+    start = max(0, offset - form.limit)
+    return form.url(cursor=cursor_at(start)) if start else form.url()
 
 
 def next_path(raw: str | None) -> str:

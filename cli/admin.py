@@ -9,21 +9,11 @@ from pathlib import Path
 from typing import IO
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from cli.context import searcher, settings, store_name
 from cli.output import emit_json, handle_errors, json_option
-from indexer.pipeline import Summary, index_stream, raw_lines, write_rejects
-from indexer.workers import EmbedPool, default_workers
+from cli.rejects import default_rejects_path, echo_rejects, save_rejects
+from indexer.lines import raw_lines
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput, SuliError
 from suli.validate import lookup_id, parse_acl, parse_principal
@@ -48,7 +38,11 @@ def _part(text: str) -> tuple[int, int]:
 @click.command("index")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False, exists=False))
 @click.option(
-    "--rejects", "rejects_path", help="Where to write rejected lines (default FILE.rejects.jsonl)."
+    "--rejects",
+    "rejects_path",
+    type=click.Path(dir_okay=False),
+    help="Where to write rejected lines (default FILE.rejects.jsonl; for - (stdin) "
+    "$SULI_HOME/rejects/stdin-<UTC time>.rejects.jsonl, which `suli status` counts).",
 )
 @click.option(
     "--part",
@@ -76,6 +70,20 @@ def index_cmd(
     as_json: bool,
 ) -> None:
     """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from indexer.pipeline import Summary, index_stream
+    from indexer.workers import EmbedPool, default_workers
+
     share = _part(part)
     if file != "-" and not Path(file).is_file():
         raise InvalidInput(f"file: no such file {file!r}", "file")
@@ -118,12 +126,16 @@ def index_cmd(
             s.backend.refresh()
         except SuliError as e:  # written, only not yet searchable: said, not a traceback
             refresh_error = e.message
-    if summary.rejected:
-        rejects_path = rejects_path or (("stdin" if file == "-" else file) + ".rejects.jsonl")
-        write_rejects(rejects_path, summary.rejected)
     body = summary.to_json()
-    if rejects_path and summary.rejected:
-        body["rejects_file"] = rejects_path
+    rejects_error = None
+    if summary.rejected:
+        rejects_path = rejects_path or str(default_rejects_path(file, settings(ctx).home))
+        # A folder it cannot write (read-only, or a container's user on a host's volume) is
+        # said after the summary, with every reason, so no rejected line goes unreported.
+        rejects_error = save_rejects(rejects_path, summary.rejected)
+        body["rejects_file"] = None if rejects_error else rejects_path
+        if rejects_error:
+            body["rejects_error"] = rejects_error
     if refresh_error:
         body["refresh_error"] = refresh_error
     if as_json:
@@ -142,12 +154,11 @@ def index_cmd(
                 "written; re-run the same command to finish (upserts are idempotent)",
                 err=True,
             )
-        for r in summary.rejected[:20]:
-            click.echo(f"  line {r.line}: {r.reason}", err=True)
-        if summary.rejected:
-            click.echo(f"  rejects written to {rejects_path}", err=True)
+        echo_rejects(summary.rejected, rejects_path, every=rejects_error is not None)
         if refresh_error:
             click.echo(f"written, but not yet searchable: {refresh_error}", err=True)
+    if rejects_error:
+        click.echo(f"Error: {rejects_error}", err=True)
     if not summary.ok or refresh_error:
         sys.exit(1)
 

@@ -64,8 +64,8 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     Two lines: 2.19.1 (default; Java 17 or newer) and 3.5.0 (`up --version 3.5.0`; Java 21 or
     newer). Needs Maven; nodes run on the newest JDK installed (>= 21 gives Lucene's SIMD
     vector code) unless --java, SULI_JAVA_HOME or JAVA_HOME names one. Artifacts are cached
-    in ~/.cache/suli/opensearch-<version> (env SULI_CLUSTER_CACHE). The node has no security
-    plugin: for local use only.
+    in ~/.cache/suli/opensearch-<version> (env SULI_CLUSTER_CACHE). Without `up --secure` the
+    node has no security plugin: for local use only.
     """
     _progress_to_stderr()
     ctx.obj = state_dir
@@ -117,6 +117,12 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     help="Extra plugin to load beside k-NN (repeatable; fetched from Maven Central once; "
     "neural-search exists for 2.19.1 only).",
 )
+@click.option(
+    "--secure",
+    is_flag=True,
+    help="TLS on HTTP and transport, users and roles: the opensearch-security plugin "
+    "(2.19.1 only); prints the https URL, CA file and admin credentials.",
+)
 @click.pass_obj
 def up(
     state_dir: Path | None,
@@ -128,12 +134,19 @@ def up(
     java: str | None,
     version: str,
     plugins: tuple[str, ...],
+    secure: bool,
 ) -> None:
     """Provision (first time only), start the nodes and wait until they are ready.
 
     Prints an `export SULI_OPENSEARCH_URL=...` line (all node URLs) on stdout, so
-    `eval "$(suli cluster up)"` points Suli at the node.
+    `eval "$(suli cluster up)"` points Suli at the node (with --secure also the CA file, user
+    and password lines).
     """
+    if secure and "security" not in lines.get(version).extra_plugins:
+        raise click.UsageError(
+            f"--secure needs OpenSearch 2.19.1: Maven Central refuses the opensearch-security "
+            f"zip for {version}, so a secured {version} node cannot be built here",
+        )
     try:
         started = devcluster.up(
             nodes=int(nodes),
@@ -145,6 +158,7 @@ def up(
             java=java,
             plugins=plugins,
             version=version,
+            secure=secure,
         )
     except devcluster.ClusterError as err:
         raise _Failure(str(err)) from err
@@ -154,6 +168,25 @@ def up(
     click.echo(f"logs:  {started.root / 'nodes'}/*/logs/stdout.log", err=True)
     # Suli takes comma-separated hosts: the client then survives losing one node.
     click.echo(f"export SULI_OPENSEARCH_URL={','.join(started.urls)}")
+    if started.spec.secure:
+        _echo_secure(started)
+
+
+def _echo_secure(started: devcluster.Cluster) -> None:
+    """The CA file and credentials of a secured cluster, as export lines for `eval`."""
+    from devcluster import security
+
+    made = security.material(started.root)
+    cert, key = made.cert("client")
+    click.echo(f"export SULI_OPENSEARCH_CA_CERTS={made.ca}")
+    click.echo(f"export SULI_OPENSEARCH_USER={security.ADMIN_USER}")
+    click.echo(f"export SULI_OPENSEARCH_PASSWORD={made.admin_password}")
+    click.echo(
+        f"# admin certificate (securityadmin): {' '.join(map(str, made.cert('admin')))}\n"
+        f"# or, instead of a password, the certificate of user {security.CLIENT_CERT_USER}:\n"
+        f"#   export SULI_OPENSEARCH_CLIENT_CERT={cert} SULI_OPENSEARCH_CLIENT_KEY={key}\n"
+        "# least-privilege roles: suli security roles --apply (docs/operations.md)"
+    )
 
 
 def _version(report: dict[str, Any]) -> str:
@@ -238,3 +271,39 @@ def logs(state_dir: Path | None, node: int | None, lines: int | None) -> None:
                     click.echo(line, nl=False)
         else:
             click.echo(f"(no log yet at {path})", err=True)
+
+
+@cluster.command("upgrade-node")
+@click.argument("node", type=click.IntRange(min=1))
+@click.option(
+    "--version",
+    "version",
+    type=click.Choice(list(lines.LINES)),
+    required=True,
+    help="OpenSearch version the node moves to (its data is kept; no downgrade).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=devcluster.DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for each phase (node gone, node back, green).",
+)
+@click.pass_obj
+def upgrade_node(state_dir: Path | None, node: int, version: str, timeout: float) -> None:
+    """One step of a rolling upgrade: node NODE (1 = n1) restarts on --version with its data.
+
+    Replica allocation is limited to primaries, the cluster flushed, the node stopped and
+    started on the new version, allocation re-enabled, and the command waits for green. Run
+    it for each node in turn (the elected cluster manager last); the others serve meanwhile.
+    """
+    found = devcluster.load(state_dir)
+    if found is None:
+        raise _Failure(f"no cluster in {devcluster.state_dir(state_dir)}")
+    if node > found.spec.nodes:
+        raise click.BadParameter(f"the cluster has {found.spec.nodes} node(s)", param_hint="NODE")
+    try:
+        health = devcluster.upgrade_node(node - 1, version, state_dir, timeout)
+    except devcluster.ClusterError as err:
+        raise _Failure(str(err)) from err
+    click.echo(f"n{node} runs OpenSearch {version}; cluster {health.get('status')}", err=True)

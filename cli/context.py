@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import TYPE_CHECKING
+
 import click
 
-from suli.service import Searcher
 from suli.settings import Settings
+
+if TYPE_CHECKING:
+    from suli.service import Searcher
 
 
 def settings(ctx: click.Context) -> Settings:
@@ -21,9 +26,26 @@ def searcher(ctx: click.Context) -> Searcher:
     if "searcher" not in obj:
         from suli.core import open_searcher
 
-        obj["searcher"] = open_searcher(settings(ctx))
+        obj["searcher"] = open_searcher(settings(ctx), lazy_model=True)
         ctx.call_on_close(obj["searcher"].backend.close)
     return obj["searcher"]  # type: ignore[no-any-return]
+
+
+def embed_query_first(s: Searcher, text: str) -> None:
+    """Find or make the query's vector before the search starts: a model that must load first
+    then does not eat the search's embedding budget (past it the vector leg would be dropped
+    as degraded), and the search's own call finds the vector in memory. A failure here is
+    left to the search, which reports it as a degraded vector leg."""
+    with contextlib.suppress(Exception):  # the search says what failed, once
+        s.embedder.embed_query(text)
+
+
+def load_model(s: Searcher) -> None:
+    """Load the embedding model now if it is not yet, so loading it is not counted against
+    the search's embedding budget (past it the vector leg would be given up as degraded)."""
+    inner = getattr(s.embedder, "inner", s.embedder)
+    if hasattr(inner, "load"):
+        inner.load()
 
 
 def store_name(ctx: click.Context) -> str:

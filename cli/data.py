@@ -1,4 +1,5 @@
-"""Data in and out: `suli schema item` (the item format) and `suli export` (items as JSONL)."""
+"""Data in and out: `suli schema item|principal|board` (the input formats) and `suli export`
+(items as JSONL)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,42 @@ from contextlib import nullcontext
 
 import click
 
-from cli.context import searcher, store_name
+from cli.context import searcher, settings, store_name
 from cli.output import emit_json, handle_errors
 from suli.files import open_private
 from suli.render import item_input_json
-from suli.validate import item_json_schema, lookup_id
+from suli.validate import lookup_id
 
 
 @click.group()
 def schema() -> None:
-    """JSON Schemas of Suli's input formats."""
+    """JSON Schemas of Suli's input formats: item, principal, board."""
 
 
 @schema.command("item")
-def schema_item() -> None:
-    """The JSON Schema of one `suli index` line, generated from the validator (docs/items.md)."""
-    emit_json(item_json_schema())
+@click.pass_context
+def schema_item(ctx: click.Context) -> None:
+    """One `suli index` line, generated from the validator (docs/items.md); `vector` and
+    `vector_model` follow the configured model (SULI_EMBEDDER)."""
+    from cli.schemas import expected_model, item_schema
+
+    emit_json(item_schema(*expected_model(settings(ctx))))
+
+
+@schema.command("principal")
+def schema_principal() -> None:
+    """One principal of `suli principal load` (docs/sample-principals.json)."""
+    from cli.schemas import principal_schema
+
+    emit_json(principal_schema())
+
+
+@schema.command("board")
+def schema_board() -> None:
+    """One board ACL of `suli acl load` (docs/sample-boards.json)."""
+    from cli.schemas import board_schema
+
+    emit_json(board_schema())
 
 
 @click.command("export")

@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from suli import __version__
+
 # name -> "module:attribute", in the order `suli --help` lists them.
 COMMANDS = {
     "search": "cli.search:search",
@@ -26,6 +28,7 @@ COMMANDS = {
     "principal": "cli.admin:principal",
     "token": "cli.admin:token",
     "cluster": "cli.cluster:cluster",
+    "security": "cli.security:security",
     "eval": "cli.evaluate:evaluate",
     "serve": "cli.serve:serve",
     "demo": "cli.demo:demo",
@@ -83,7 +86,7 @@ class SuliGroup(click.Group):
 
 
 @click.group(cls=SuliGroup)
-@click.version_option(package_name="suli")
+@click.version_option(version=__version__)
 @click.option("--backend", type=click.Choice(["embedded", "opensearch"]), help="Env: SULI_BACKEND.")
 @click.option("--opensearch-url", help="Comma-separated node URLs. Env: SULI_OPENSEARCH_URL.")
 @click.option(

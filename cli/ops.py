@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 import mappings
 from cli.context import settings as get_settings
 from cli.output import emit_json, handle_errors, json_option
-from suli.backends.opensearch import OpenSearchBackend
+from cli.rejects import rejects_files
+from cli.schemas import expected_model
 from suli.errors import InvalidInput, NotFound
 from suli.settings import Settings
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from suli.backends.opensearch import OpenSearchBackend
 
 
 def _opensearch(ctx: click.Context, dimension: int = 0, model: str = "") -> OpenSearchBackend:
@@ -33,19 +29,12 @@ def _opensearch(ctx: click.Context, dimension: int = 0, model: str = "") -> Open
             "backend: this command needs the OpenSearch backend (set SULI_OPENSEARCH_URL)",
             "backend",
         )
+    # Here, not at the top: `suli status` on the embedded store never imports the client.
+    from suli.backends.opensearch import OpenSearchBackend
+
     backend = OpenSearchBackend(settings, dimension, model)
     ctx.call_on_close(backend.close)
     return backend
-
-
-def _expected_model(settings: Settings) -> tuple[str, int]:
-    """The configured model's name and dimension, without loading it."""
-    from suli.embedding import FakeEmbedder, MiniLMEmbedder
-
-    if settings.embedder == "fake":
-        fake = FakeEmbedder()
-        return fake.name, fake.dimension
-    return MiniLMEmbedder.name, MiniLMEmbedder.dimension
 
 
 def rejects_dir(settings: Settings) -> Path:
@@ -57,6 +46,17 @@ class _Bar:
     """One progress bar on stderr whose label follows the reindex phase; ETA while copying."""
 
     def __init__(self, enabled: bool) -> None:
+        # rich only here: `suli status` and `suli indices` draw no bar.
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.progress = Progress(
             TextColumn("{task.description:<9}"),
             BarColumn(),
@@ -264,16 +264,17 @@ def _report_lines(body: dict[str, Any]) -> list[str]:
 def status(ctx: click.Context, rejects: tuple[Path, ...], as_json: bool) -> None:
     """The store: on OpenSearch cluster health, nodes, the alias and its index; on the embedded
     store its file; then model, counts and pending rejects."""
-    from indexer.inventory import status as cluster_status
-
     settings = get_settings(ctx)
-    model, dimension = _expected_model(settings)
+    model, dimension = expected_model(settings)
     # Only the named paths and $SULI_HOME/rejects: never whatever the current directory holds.
-    paths = list(rejects) or [rejects_dir(settings)]
+    # In a folder only rejects files count (FILE.rejects.jsonl, reindex-*.jsonl), not inputs.
+    paths = rejects_files(list(rejects) or [rejects_dir(settings)])
     if settings.backend != "opensearch":
         body = _embedded_status(settings, model, dimension, paths)
         emit_json(body) if as_json else _embedded_lines(body)
         return
+    from indexer.inventory import status as cluster_status
+
     backend = _opensearch(ctx, dimension, model)
     body = cluster_status(
         backend.client,
@@ -294,7 +295,7 @@ def _embedded_status(
     settings: Settings, model: str, dimension: int, rejects: list[Path]
 ) -> dict[str, Any]:
     """The embedded store's status; a missing store file is reported, not created."""
-    from indexer.inventory import count_rejects
+    from cli.rejects import count_rejects  # not indexer.inventory's: that imports opensearchpy
     from suli.backends.embedded import EmbeddedBackend
 
     path = settings.sqlite_path

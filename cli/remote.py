@@ -3,10 +3,9 @@ query service."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
 
 from suli.errors import (
     BackendUnavailable,
@@ -19,6 +18,9 @@ from suli.errors import (
     SuliError,
     Unauthorized,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 url_option = click.option(
     "--url",
@@ -79,6 +81,8 @@ def call(
     if not token:
         raise click.UsageError("--url needs --token (or SULI_TOKEN)")
     endpoint = url.rstrip("/") + "/api/v1" + path
+    import httpx  # here, not at the top: a local read never pays for importing it
+
     try:
         resp = httpx.request(
             method,

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import click
 
-from cli.context import searcher, settings
+from cli.context import embed_query_first, load_model, searcher, settings
 from cli.output import emit_json, handle_errors, json_option, print_results
 from cli.remote import (
     as_option,
@@ -21,7 +21,7 @@ from cli.remote import (
 from suli.counting import FACET_FILTERS
 from suli.render import DERIVED_FIELDS, facets_json, item_json, response_json
 from suli.search_params import request_from
-from suli.service import Card
+from suli.text import words as query_words
 
 
 @click.command()
@@ -77,6 +77,8 @@ def search(
         limits = settings(ctx).max_query_chars  # checked before any backend is opened
         req = request_from({"query": query, **flags, "page": page}, max_query_chars=limits)
         s = searcher(ctx)
+        if req.mode != "text" and query_words(req.query):
+            embed_query_first(s, req.query)
         body = response_json(s.search(s.principal(principal_id), req))
     if as_json:
         emit_json(body)
@@ -171,6 +173,9 @@ def related(
         return
     principal_id = need_principal(principal_id, url)
     s = searcher(ctx)
+    load_model(s)  # related texts are rarely the same twice: load before the search's budget
+    from suli.service import Card
+
     card = Card(title, spec, refs) if title else None
     resp = s.related(
         s.principal(principal_id), item_id=item_id, card=card, limit=limit, explain=explain

@@ -5,7 +5,9 @@ Two lines: 2.19.1 (default, Java 17+) and 3.5.0 (Java 21+); see devcluster.lines
 layout = provision()            # ~/.cache/suli/opensearch-2.19.1 (SULI_CLUSTER_CACHE)
 cluster = up(nodes=3)           # state in ~/.cache/suli/cluster (SULI_CLUSTER_DIR)
 cluster = up(version="3.5.0", http_port=9230, state="/tmp/os3")   # or SULI_CLUSTER_VERSION
+cluster = up(secure=True, http_port=9270, state="/tmp/secure")     # TLS, users (devcluster.security)
 cluster.kill(1); cluster.start(1); cluster.wait_green()
+upgrade_node(0, "3.5.0", state)  # one step of a rolling upgrade (devcluster.upgrade)
 down()
 """
 
@@ -28,6 +30,7 @@ from devcluster.lines import DEFAULT_VERSION, LINES, Line
 from devcluster.paths import KNN_VERSION, OPENSEARCH_VERSION, cache_dir, state_dir
 from devcluster.provision import Layout, provision
 from devcluster.spec import ClusterSpec
+from devcluster.upgrade import upgrade_node
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -54,4 +57,5 @@ __all__ = [
     "status",
     "tail",
     "up",
+    "upgrade_node",
 ]

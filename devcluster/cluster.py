@@ -8,11 +8,11 @@ import shutil
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from devcluster import lines, process
+from devcluster import lines, process, security
 from devcluster import plugins as extra_plugins
 from devcluster.errors import ClusterError, PortInUseError, ProvisionError, StartupError
 from devcluster.http import describe_listener, get_json, port_free
@@ -31,6 +31,9 @@ log = logging.getLogger("devcluster")
 
 SPEC_FILE = "cluster.json"
 JDK_FILE = "jdk"  # home of the JDK `up` chose: a node started again later runs on the same one
+# In a node home: the version that node was upgraded to, while the others still run the spec's
+# (a rolling upgrade, devcluster.upgrade). A node's data cannot go back to an older version.
+NODE_VERSION_FILE = "version"
 DEFAULT_TIMEOUT = 180.0
 
 
@@ -88,6 +91,20 @@ class Cluster:
         line = self.spec.line
         return saved or choose(minimum=line.java_min, needed_by=f"OpenSearch {line.version}")
 
+    def node_version(self, i: int) -> str:
+        """The OpenSearch version node i runs: the spec's, unless a rolling upgrade moved it."""
+        try:
+            return (self.home(i) / NODE_VERSION_FILE).read_text().strip() or self.spec.version
+        except OSError:
+            return self.spec.version
+
+    def get_json(self, url: str, timeout: float = 5.0) -> tuple[int, Any]:
+        """GET from a node; on a secure cluster over TLS trusting its CA, as the admin user."""
+        if not self.spec.secure:
+            return get_json(url, timeout=timeout)
+        made = security.material(self.root)
+        return get_json(url, timeout, security.admin_headers(made), security.ssl_context(made))
+
     def running(self) -> list[int]:
         """Indices of the nodes whose JVM is running."""
         return [i for i in range(self.spec.nodes) if self.pid(i) is not None]
@@ -102,6 +119,9 @@ class Cluster:
         pid = self.pid(i)
         if pid is not None:
             return pid
+        if self.node_version(i) != self.spec.version:  # upgraded ahead of the others
+            ahead = replace(self, spec=replace(self.spec, version=self.node_version(i)))
+            return ahead.start(i, None, extra)
         for port in (self.spec.http_ports[i], self.spec.transport_ports[i]):
             _require_free(port)
         layout = layout or provision(version=self.spec.version, jdk=self.jdk())
@@ -110,6 +130,8 @@ class Cluster:
             (home / sub).mkdir(parents=True, exist_ok=True)
         (home / "config" / "opensearch.yml").write_text(opensearch_yml(self.spec, i, extra))
         (home / "config" / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        if self.spec.secure:
+            security.install(self.root, home)
         plugin_dirs = [
             # cached after the first fetch
             extra_plugins.fetch(name, layout.root, layout.lib, layout.knn, line=self.spec.line)
@@ -169,7 +191,7 @@ class Cluster:
                     raise self._startup_error(i, f"{self.spec.names[i]} exited while starting")
             for i in watched:
                 try:
-                    code, body = get_json(f"{self.urls[i]}/{query}", timeout=10.0)
+                    code, body = self.get_json(f"{self.urls[i]}/{query}", timeout=10.0)
                 except (OSError, ValueError) as err:
                     last = f"{self.urls[i]}: {err}"
                     continue
@@ -226,6 +248,7 @@ def up(
     java: str | None = None,
     plugins: Sequence[str] = (),
     version: str | None = None,
+    secure: bool = False,
 ) -> Cluster:
     """Provision if needed, start the nodes and wait until the cluster is ready.
 
@@ -244,6 +267,9 @@ def up(
     a different shape or plugin set in the same state dir must be brought down first. Data is
     kept between runs of the same shape and wiped when the shape (nodes, ports, heap, version)
     changes; a changed plugin set alone keeps it.
+
+    `secure` runs the security plugin (2.19.1 only): TLS on HTTP and transport, an `admin`
+    user and certificates made in <state>/security (devcluster.security); the URLs are https.
     """
     line = lines.get(version)
     spec = ClusterSpec(
@@ -253,6 +279,7 @@ def up(
         transport_port=transport_port if transport_port is not None else http_port + 100,
         heap=heap or default_heap(nodes),
         plugins=tuple(plugins),
+        secure=secure,
     )
     root = state_dir(state)
     jdk = choose(java, minimum=line.java_min, needed_by=f"OpenSearch {line.version}")
@@ -374,9 +401,9 @@ def status(state: str | Path | None = None) -> dict[str, Any]:
     report["running"] = bool(live)
     for url in live:
         try:
-            _, health = get_json(f"{url}/_cluster/health")
-            _, info = get_json(f"{url}/")
-            _, plugins = get_json(f"{url}/_cat/plugins?format=json")
+            _, health = cluster.get_json(f"{url}/_cluster/health")
+            _, info = cluster.get_json(f"{url}/")
+            _, plugins = cluster.get_json(f"{url}/_cat/plugins?format=json")
         except (OSError, ValueError):
             continue
         report["url"] = url

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
 
-def get_json(url: str, timeout: float = 5.0) -> tuple[int, Any]:
-    """GET a JSON document; returns (status, body) also for 4xx/5xx answers."""
+def get_json(
+    url: str,
+    timeout: float = 5.0,
+    headers: Mapping[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
+) -> tuple[int, Any]:
+    """GET a JSON document; returns (status, body) also for 4xx/5xx answers. `headers` and
+    `context` (TLS trust) are for a secured node."""
+    request = urllib.request.Request(url, headers=dict(headers or {}))
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
             return resp.status, json.load(resp)
     except urllib.error.HTTPError as err:
         try:

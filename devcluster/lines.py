@@ -55,7 +55,7 @@ LINES: dict[str, Line] = {
                 "org.opensearch.index.reindex.ReindexPlugin",
                 "org.opensearch.knn.plugin.KNNPlugin",
             ),
-            extra_plugins=("neural-search",),
+            extra_plugins=("neural-search", "security"),
         ),
         Line(
             version="3.5.0",

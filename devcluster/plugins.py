@@ -47,6 +47,11 @@ KNOWN: dict[str, ExtraPlugin] = {
             "org.opensearch.plugin:neural-search",
             ("org.opensearch.neuralsearch.plugin.NeuralSearch",),
         ),
+        ExtraPlugin(  # loaded by `up(secure=True)`; see devcluster.security
+            "security",
+            "org.opensearch.plugin:opensearch-security",
+            ("org.opensearch.security.OpenSearchSecurityPlugin",),
+        ),
     )
 }
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from devcluster import lines
+from devcluster import lines, security
 from devcluster import plugins as extra_plugins
 from devcluster.jdk import Jdk
 
@@ -59,8 +59,8 @@ def default_heap(nodes: int) -> str:
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """Node count, first ports, heap, extra plugins and OpenSearch version; node i uses
-    http_port + i and transport_port + i. `plugins` names extra plugins
+    """Node count, first ports, heap, extra plugins, OpenSearch version and security; node i
+    uses http_port + i and transport_port + i. `plugins` names extra plugins
     (devcluster.plugins.KNOWN) beside k-NN; `version` one of devcluster.lines.LINES (a spec
     saved before there were two lines reads back as 2.19.1, the one it ran)."""
 
@@ -71,11 +71,17 @@ class ClusterSpec:
     cluster_name: str = "suli-dev"
     plugins: tuple[str, ...] = ()
     version: str = lines.DEFAULT_VERSION
+    secure: bool = False  # the security plugin, TLS and users (devcluster.security)
 
     def __post_init__(self) -> None:
         # Sorted and unique: the same set is the same spec, whatever order it was asked in
-        # (and a list read back from cluster.json becomes a tuple again).
-        object.__setattr__(self, "plugins", tuple(sorted(set(self.plugins))))
+        # (and a list read back from cluster.json becomes a tuple again). Secure implies the
+        # security plugin, so its jars load on every start.
+        # The plugin without its certificates and config would not start: asking for it is
+        # asking for a secure node.
+        object.__setattr__(self, "secure", self.secure or security.PLUGIN in self.plugins)
+        wanted = set(self.plugins) | ({security.PLUGIN} if self.secure else set())
+        object.__setattr__(self, "plugins", tuple(sorted(wanted)))
         if self.version not in lines.LINES:  # no fallback to a default: the spec says which
             known = ", ".join(lines.LINES)
             raise ValueError(f"unknown OpenSearch version {self.version!r}; known: {known}")
@@ -113,8 +119,9 @@ class ClusterSpec:
 
     @property
     def urls(self) -> list[str]:
-        """HTTP URL of each node."""
-        return [f"http://127.0.0.1:{port}" for port in self.http_ports]
+        """HTTP URL of each node (https when secure)."""
+        scheme = "https" if self.secure else "http"
+        return [f"{scheme}://127.0.0.1:{port}" for port in self.http_ports]
 
     def without_plugins(self) -> ClusterSpec:
         """The same nodes, ports and version with no extra plugin: what decides whether data
@@ -154,7 +161,8 @@ def opensearch_yml(spec: ClusterSpec, i: int, extra: Mapping[str, object] | None
             f"discovery.seed_hosts: [{seeds}]",
             f"cluster.initial_cluster_manager_nodes: [{', '.join(spec.names)}]",
         ]
-    lines += [f"{key}: {json.dumps(value)}" for key, value in (extra or {}).items()]
+    settings = {**(security.node_settings() if spec.secure else {}), **(extra or {})}
+    lines += [f"{key}: {json.dumps(value)}" for key, value in settings.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -93,12 +93,23 @@ def _decode(n: int, raw: bytes | str) -> str | Rejection:
                          text)  # fmt: skip
 
 
-def _parse(n: int, line: str, text: str) -> Any:
+def json_error(e: json.JSONDecodeError, text: str) -> str:
+    """Why a line is not JSON, with the 1-based column where it goes wrong; a line that stops
+    mid-object (a cut or truncated line) says so rather than naming a column past its end."""
+    msg = e.msg.removesuffix(" at")  # "Unterminated string starting at": the column follows
+    if e.pos >= len(text):
+        return f"invalid JSON: the line ends before the JSON does ({msg[0].lower()}{msg[1:]})"
+    return f"invalid JSON: {msg} at column {e.colno}"
+
+
+def _parse(n: int, text: str) -> Any:
     """The line's JSON value, or a Rejection saying why it is not JSON Suli reads."""
     try:
-        data = json.loads(line, parse_int=_int)
+        # The line without its line break: json would place an error at the break on a
+        # "line 2, column 1" that the file does not have.
+        data = json.loads(text, parse_int=_int)
     except json.JSONDecodeError as e:
-        return Rejection(n, None, f"invalid JSON: {e.msg} at column {e.colno}", text)
+        return Rejection(n, None, json_error(e, text), text)
     except RecursionError:
         return Rejection(n, None, "invalid JSON: nested deeper than the parser allows", text)
     except ValueError as e:  # a literal the decoder cannot turn into a value
@@ -142,7 +153,7 @@ def read_lines(
         if not line.strip():
             continue
         text = line.rstrip("\r\n")
-        data = _parse(n, line, text)
+        data = _parse(n, text)
         if isinstance(data, Rejection):
             yield n, data
             continue

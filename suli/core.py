@@ -8,9 +8,15 @@ from suli.service import Searcher
 from suli.settings import Settings
 
 
-def open_embedder(settings: Settings) -> Embedder:
+def open_embedder(settings: Settings, *, lazy_model: bool = False) -> Embedder:
+    """lazy_model: load the model only when a text is not in the vector cache (a one-shot
+    command with a known query vector never waits for it; the service loads it at start, so
+    its first query is not the slow one)."""
     return build_embedder(
-        settings.embedder, settings.vector_cache_path, batch_size=settings.embed_batch_size
+        settings.embedder,
+        settings.vector_cache_path,
+        batch_size=settings.embed_batch_size,
+        lazy=lazy_model,
     )
 
 
@@ -27,8 +33,8 @@ def open_backend(settings: Settings, embedder: Embedder) -> Backend:
     return EmbeddedBackend(settings.sqlite_path, embedder.dimension)
 
 
-def open_searcher(settings: Settings) -> Searcher:
-    embedder = open_embedder(settings)
+def open_searcher(settings: Settings, *, lazy_model: bool = False) -> Searcher:
+    embedder = open_embedder(settings, lazy_model=lazy_model)
     reranker = None
     if settings.rerank == "mmr":
         from suli.rerank import MMRReranker

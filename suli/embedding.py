@@ -1,13 +1,15 @@
-"""Text embeddings: the Embedder protocol, the bundled MiniLM model, a fake, and a vector cache."""
+"""Text embeddings: the Embedder protocol, the bundled MiniLM model, a fake, and
+build_embedder, which puts the vector cache (suli.vector_cache) in front of them.
+
+`build_embedder(..., lazy=True)` loads the model only when a text is not in the cache, so a
+repeated query never waits for onnxruntime to start.
+"""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.metadata
 import re
-import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,7 +18,6 @@ import numpy as np
 import numpy.typing as npt
 
 from suli.errors import InvalidInput, SuliError
-from suli.files import create_private
 
 FloatArray = npt.NDArray[np.float32]
 ProgressFn = Callable[[int], None]
@@ -241,138 +242,52 @@ class FakeEmbedder:
         return _l2_normalise(vec[None, :])[0]
 
 
-# --- caching ------------------------------------------------------------------------------
+def build_embedder(
+    name: str, cache_path: Path | None = None, *, batch_size: int = 8, lazy: bool = False
+) -> Embedder:
+    """The embedder called name ("minilm" or "fake"), cached in cache_path if given.
 
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS vectors (
-    embedder TEXT NOT NULL,
-    text_sha256 BLOB NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY (embedder, text_sha256)
-) WITHOUT ROWID
-"""
-# Well under SQLite's bound-parameter limit (32766; 999 on old builds).
-_CHUNK = 500
-
-
-def _text_key(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8")).digest()
-
-
-class VectorCache:
-    """Float32 vectors in SQLite keyed by (embedder name, sha256 of the exact text)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Vectors of item text (and the text's hashes) are item data: the owner's only.
-        create_private(path)
-        # The timeout waits out another process's write instead of failing with "locked".
-        # Open one VectorCache per process: a SQLite connection must not cross a fork.
-        self._conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
-        self._lock = threading.Lock()  # one connection, shared by the threads of one process
-        with self._lock, self._conn:
-            # WAL: readers in other processes never block on a writer (and vice versa).
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            # A lost last commit after a power cut only costs a re-embed.
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
-
-    def get_many(self, embedder: str, texts: Sequence[str]) -> list[FloatArray | None]:
-        """The cached vector of each text, or None where there is none."""
-        keys = [_text_key(t) for t in _text_list(texts)]
-        found: dict[bytes, bytes] = {}
-        unique = list(dict.fromkeys(keys))
-        with self._lock:
-            for start in range(0, len(unique), _CHUNK):
-                chunk = unique[start : start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
-                    "SELECT text_sha256, vector FROM vectors"
-                    f" WHERE embedder = ? AND text_sha256 IN ({marks})",
-                    [embedder, *chunk],
-                )
-                found.update(rows)
-        return [
-            np.frombuffer(found[k], dtype="<f4").astype(np.float32) if k in found else None
-            for k in keys
-        ]
-
-    def put_many(self, embedder: str, texts: Sequence[str], vectors: FloatArray) -> None:
-        """Store one vector per text (replacing any earlier one), in one transaction."""
-        items = _text_list(texts)
-        if len(vectors) != len(items):
-            raise ValueError(f"{len(items)} texts but {len(vectors)} vectors")
-        # Explicit little-endian so a cache file reads the same on any machine.
-        blobs = np.ascontiguousarray(vectors, dtype="<f4")
-        rows = [(embedder, _text_key(t), blobs[i].tobytes()) for i, t in enumerate(items)]
-        with self._lock, self._conn:
-            self._conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
-
-    def close(self) -> None:
-        """Close the database connection."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> VectorCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class CachedEmbedder:
-    """An Embedder that embeds only texts missing from a VectorCache; queries in a small LRU."""
-
-    def __init__(self, inner: Embedder, cache: VectorCache, query_cache_size: int = 256) -> None:
-        self.inner = inner
-        self.cache = cache
-        self.name = inner.name  # same vectors as inner, so same name
-        self.dimension = inner.dimension
-        self._query = functools.lru_cache(maxsize=query_cache_size)(self._embed_query)
-
-    def embed_documents(
-        self, texts: Sequence[str], *, on_progress: ProgressFn | None = None
-    ) -> FloatArray:
-        """Cached vectors where present; all misses embedded in one inner call, then stored."""
-        items = _text_list(texts)
-        out = np.empty((len(items), self.dimension), dtype=np.float32)
-        misses: dict[str, list[int]] = {}  # each distinct missing text -> its positions
-        cached = self.cache.get_many(self.name, items)
-        for i, (text, vec) in enumerate(zip(items, cached, strict=True)):
-            if vec is not None and vec.shape == (self.dimension,):
-                out[i] = vec
-            else:
-                misses.setdefault(text, []).append(i)
-        hits = len(items) - sum(len(rows) for rows in misses.values())
-        if on_progress is not None and hits:
-            on_progress(hits)
-        if misses:
-            todo = list(misses)
-            inner_progress = None if on_progress is None else lambda n: on_progress(hits + n)
-            vectors = self.inner.embed_documents(todo, on_progress=inner_progress)
-            self.cache.put_many(self.name, todo, vectors)
-            for text, vec in zip(todo, vectors, strict=True):
-                out[misses[text]] = vec
-            if on_progress is not None and hits + len(todo) < len(items):
-                on_progress(len(items))  # duplicates of a miss count as done too
-        return out
-
-    def embed_query(self, text: str) -> FloatArray:
-        """The inner embedder's vector, remembered for the last query_cache_size queries."""
-        return self._query(text).copy()  # a copy: callers may modify what they get
-
-    def _embed_query(self, text: str) -> FloatArray:
-        return self.inner.embed_query(text)
-
-
-def build_embedder(name: str, cache_path: Path | None = None, *, batch_size: int = 8) -> Embedder:
-    """The embedder called name ("minilm" or "fake"), cached in cache_path if given."""
+    lazy: load the model only when a text is not in the cache (for one-shot commands; a
+    long-running service loads it at start so its first query is not the slow one)."""
     inner: Embedder
     if name == "minilm":
-        inner = MiniLMEmbedder(batch_size=batch_size)
+        if lazy:
+            inner = LazyEmbedder(
+                lambda: MiniLMEmbedder(batch_size=batch_size),
+                MiniLMEmbedder.name,
+                MiniLMEmbedder.dimension,
+            )
+        else:
+            inner = MiniLMEmbedder(batch_size=batch_size)
     elif name == "fake":
         inner = FakeEmbedder()
     else:
         raise InvalidInput(f"unknown embedder {name!r} (use 'minilm' or 'fake')", field="embedder")
     return inner if cache_path is None else CachedEmbedder(inner, VectorCache(cache_path))
+
+
+# Re-exported: the cache lives in its own module, but callers import it from here.
+from suli.vector_cache import (  # noqa: E402
+    QUERY_CACHE_ROWS,
+    CachedEmbedder,
+    LazyEmbedder,
+    VectorCache,
+    query_key,
+)
+
+__all__ = [
+    "MINILM_DIMENSION",
+    "QUERY_CACHE_ROWS",
+    "CachedEmbedder",
+    "Embedder",
+    "FakeEmbedder",
+    "FloatArray",
+    "LazyEmbedder",
+    "MiniLMEmbedder",
+    "ModelUnavailable",
+    "ProgressFn",
+    "VectorCache",
+    "build_embedder",
+    "embed_hash",
+    "query_key",
+]

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     opensearch_password: SecretStr | None = None
     opensearch_verify_certs: bool = True
     opensearch_ca_certs: str | None = None
+    # A secured cluster's client certificate (PEM) and its key: the certificate's CN is the
+    # user, instead of a password (docs/operations.md, "Deploying on a secured cluster").
+    opensearch_client_cert: str | None = None
+    opensearch_client_key: str | None = None
     opensearch_timeout_s: float = 10.0
     # A bulk write of a chunk takes longer than a search on a busy cluster: its own timeout, so
     # an indexer does not time out (and re-send) what the cluster was still writing.
@@ -157,6 +161,26 @@ class Settings(BaseSettings):
             except ValueError:
                 raise ValueError(f"{part!r} is not an IP address or network") from None
         return v
+
+    @field_validator("opensearch_ca_certs", "opensearch_client_cert", "opensearch_client_key")
+    @classmethod
+    def _tls_file_readable(cls, v: str | None) -> str | None:
+        # Checked here, not at the first request: the TLS layer would say only that a file
+        # failed to load, deep in a connection error, and not which setting named it.
+        if not v:  # set but empty, as `VAR= cmd` leaves it: unset
+            return None
+        if not Path(v).expanduser().is_file():
+            raise ValueError(f"no such file: {v}")
+        return str(Path(v).expanduser())
+
+    @model_validator(mode="after")
+    def _client_cert_pairs(self) -> Settings:
+        if self.opensearch_client_key and not self.opensearch_client_cert:
+            raise ValueError(
+                "SULI_OPENSEARCH_CLIENT_KEY is set without SULI_OPENSEARCH_CLIENT_CERT: set the "
+                "certificate too, or unset the key"
+            )
+        return self
 
     @property
     def trusted_proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

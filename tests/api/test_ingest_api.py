@@ -40,7 +40,7 @@ def test_bulk_upsert_indexes_the_valid_items_and_reports_each_one(admin: Api) ->
         raw_item("itm_kite3", "Kite storage", "kite storage shelf", board="brd_eng"),
     ]
     r = upsert(admin, batch)
-    assert r.status_code == 200, r.text
+    assert r.status_code == 207, r.text  # Multi-Status: not everything went in
     body = r.json()
     assert (body["indexed"], body["rejected"]) == (2, 4)
     by_index = {o["index"]: o for o in body["items"]}
@@ -104,7 +104,29 @@ def test_a_single_object_is_a_batch_of_one(admin: Api) -> None:
     got = admin.client.get("/api/v1/items/itm_single", headers=admin.auth("ana"))
     assert got.status_code == 200 and got.json()["title"] == "Single deploy note"
     bad = admin.client.post("/api/v1/items", json={"id": "itm_x"}, headers=admin.auth("admin"))
-    assert bad.status_code == 200 and bad.json()["rejected"] == 1
+    assert bad.status_code == 207 and bad.json()["rejected"] == 1
+
+
+@pytest.mark.parametrize(
+    ("batch", "status", "counts"),
+    [
+        ([], 200, (0, 0)),  # nothing asked, nothing failed
+        ([raw_item("itm_a1", "All in one"), raw_item("itm_a2", "All in two")], 200, (2, 0)),
+        ([raw_item("itm_m1", "Mixed in"), raw_item("itm_m2", "")], 207, (1, 1)),
+        ([raw_item("itm_n1", ""), {"title": "no id"}], 207, (0, 2)),
+    ],
+)
+def test_the_status_says_whether_every_item_went_in(
+    admin: Api, batch: list[Any], status: int, counts: tuple[int, int]
+) -> None:
+    """200 only when all were indexed; 207 with the same per-item body when any was rejected,
+    even all of them (a 4xx would mean the request changed nothing, which a mixed one did not)."""
+    r = upsert(admin, batch)
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert (body["indexed"], body["rejected"]) == counts
+    assert [o["status"] for o in body["items"]].count("rejected") == counts[1]
+    assert set(body) == {"indexed", "rejected", "items", "timings_ms"}
 
 
 def test_delete_removes_the_item(admin: Api) -> None:

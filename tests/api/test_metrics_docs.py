@@ -71,6 +71,6 @@ def test_healthz_and_openapi_docs(api: Api) -> None:
     assert search["security"] == [{"HTTPBearer": []}]
     # No vector, ACL or uploader field is part of any read response schema.
     schemas = spec["components"]["schemas"]
-    for name in ("SearchOut", "ResultOut", "ItemOut", "FacetsOut", "ExplainOut"):
+    for name in ("SearchResponse", "Result", "Item", "FacetsResponse", "Explain"):
         props = set(schemas[name]["properties"])
         assert not props & {"vector", "uploader", "members", "groups", "acl"}, name

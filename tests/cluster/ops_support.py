@@ -53,6 +53,7 @@ def env_for(s: Settings) -> dict[str, str]:
         "SULI_REPLICAS": str(s.replicas),
         "SULI_EMBEDDER": s.embedder,
         "SULI_HOME": str(s.home),
+        "SULI_OPENSEARCH_TIMEOUT_S": str(s.opensearch_timeout_s),
     }
 
 

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -55,6 +56,9 @@ def test_demo_token_is_reused_and_try_commands_work_as_printed(tmp_path: Path) -
     assert first.returncode == 0, first.stderr
     token = re.search(r"Token for prn_ana: (\S+)", first.stderr)
     assert token
+    # No server was started: no URL of one, and the --url commands are not offered.
+    assert "http://127.0.0.1" not in first.stderr and "--url" not in first.stderr
+    assert f"{SULI} --backend embedded --db {db} serve --port 8000" in first.stderr
 
     port = _free_port()
     log = tmp_path / "demo.log"
@@ -103,3 +107,40 @@ def test_unknown_principal_names_the_store(tmp_path: Path) -> None:
     )
     assert out.exit_code == 2
     assert f"unknown principal 'prn_ana' (looked in the embedded store {db})" in out.stderr
+
+
+def test_demo_loads_opensearch_in_one_step(
+    tmp_path: Path, opensearch_url: str, make_index_name: Callable[[], str]
+) -> None:
+    alias = make_index_name()
+    env = {
+        **_env(tmp_path),
+        "SULI_OPENSEARCH_URL": opensearch_url,
+        "SULI_INDEX_ALIAS": alias,
+        "SULI_ACL_INDEX": f"{alias}-acl",
+    }
+    run = subprocess.run(
+        [SULI, "demo", "--backend", "opensearch", "--no-serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"store the OpenSearch index {alias} at {opensearch_url}" in run.stderr
+    tries = run.stderr.split("Try:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    commands = [ln.strip() for ln in tries if ln.strip().startswith(SULI)]
+    assert len(commands) == 2 and all("--backend opensearch" in c for c in commands)
+    # As printed, from a shell that has only the alias names (not the URL or the backend).
+    bare = {k: v for k, v in env.items() if k not in ("SULI_OPENSEARCH_URL", "SULI_HOME")}
+    for command in commands:
+        ran = subprocess.run(shlex.split(command), env=bare, capture_output=True, text=True)
+        assert ran.returncode == 0, (command, ran.stderr)
+        assert " 1. " in ran.stdout, (command, ran.stdout)
+    no_url = {k: v for k, v in env.items() if k != "SULI_OPENSEARCH_URL"}
+    refused = subprocess.run(
+        [SULI, "demo", "--backend", "opensearch", "--no-serve"],
+        env=no_url,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "--opensearch-url" in refused.stderr

@@ -1,4 +1,5 @@
-"""The README's first command works on a fresh clone with nothing but Python.
+"""The README's first command works on a fresh clone with nothing but Python, and the
+"Using it" commands after it work as written.
 
 It runs the command exactly as the README states it, in a fresh `git clone` with a fresh venv
 and an empty HOME, then queries the demo over HTTP with the token it printed.
@@ -12,6 +13,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -87,3 +89,36 @@ def test_first_command_on_a_fresh_clone(tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def using_it_commands() -> list[str]:
+    """The first block of "Using it": the commands on the embedded store, in order."""
+    section = (REPO / "README.md").read_text().split("## Using it", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block
+    return [ln for ln in block.group(1).splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def test_using_it_works_after_the_demo(tmp_path: Path) -> None:
+    """From `suli demo` on, every command of "Using it" exits 0 in a shell with only HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    bindir = Path(sys.executable).parent
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "HOME": str(home)}
+    demo = subprocess.run(
+        ["suli", "demo", "--no-serve"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert demo.returncode == 0, demo.stderr
+    commands = using_it_commands()
+    assert commands[0].startswith("suli --db ~/.local/share/suli/demo.db search")
+    outputs = {}
+    for command in commands:
+        ran = subprocess.run(
+            ["bash", "-c", command], cwd=REPO, env=env, capture_output=True, text=True
+        )
+        assert ran.returncode == 0, (command, ran.stderr)
+        outputs[command] = ran.stdout
+    # The documented files themselves (run from the repository, as a clone would).
+    assert any("itm_deploy_checklist" in out for out in outputs.values()), outputs
+    ben = next(c for c in commands if "--as prn_ben" in c)
+    assert "No results." in outputs[ben]

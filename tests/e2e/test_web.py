@@ -240,7 +240,9 @@ def test_filter_counts_follow_the_query_and_ticked_filters(
         f"Counts are for the {resp.total} items this search matches"
     )
     # Ticking a value narrows the other counts to it.
-    page.get_by_role("checkbox", name=f"approved {outcomes['approved']} items").check()
+    approved = outcomes["approved"]
+    noun = "item" if approved == 1 else "items"  # the hidden count's words are plural-right
+    page.get_by_role("checkbox", name=f"approved {approved} {noun}", exact=True).check()
     page.get_by_role("button", name="Apply filters").click()
     kinds = page.locator("fieldset.facet").filter(has_text="Kind").locator(".option-count")
     assert sum(int(k.inner_text().split()[0]) for k in kinds.all()) == outcomes["approved"]
@@ -255,3 +257,41 @@ def test_filter_counts_follow_the_query_and_ticked_filters(
         "uls => uls.filter(u => u.scrollHeight > u.clientHeight + 1).length"
     )
     assert clipped == 0
+
+
+def test_previous_goes_back_a_page_with_a_cursor_of_the_caller(
+    page: Page, service: Service, core: Searcher, artifacts: Path
+) -> None:
+    sign_in(page, service, "ana")
+    whole = core_ids(core, "ana", "deploy", limit=25)
+    assert len(whole) > 4  # three pages of two at least
+    page.goto(f"{service.url}/?q=deploy&limit=2")
+    expect(page.locator(".previous-results")).to_have_count(0)  # the first page has none
+    first = result_ids(page)
+    assert first == whole[:2]
+    page.get_by_role("link", name="More results").click()
+    expect(page).to_have_url(re.compile(r"cursor="))
+    second = result_ids(page)
+    assert second == whole[2:4]
+    page.get_by_role("link", name="More results").click()
+    expect(page.locator(".summary")).to_contain_text("Showing 5–")
+    assert result_ids(page)[0] == whole[4]
+    shot(page, artifacts, "web-page-3.png")
+    page.get_by_role("link", name="Previous").click()
+    expect(page.locator(".summary")).to_contain_text("Showing 3–4 of")
+    assert result_ids(page) == second
+    page.get_by_role("link", name="Previous").click()
+    # Back on page 1: no cursor in the address, the same ids as at first.
+    expect(page).to_have_url(f"{service.url}/?q=deploy&limit=2")
+    assert result_ids(page) == first
+    expect(page.locator(".previous-results")).to_have_count(0)
+    # The cursor of Previous is made for whoever is signed in, so it pages for bob as well as
+    # the one in More results does: bob's page 2 -> Previous is bob's page 1.
+    bob = core_ids(core, "bob", "deploy", limit=2)
+    page.context.clear_cookies()
+    sign_in(page, service, "bob")
+    page.goto(f"{service.url}/?q=deploy&limit=2")
+    page.get_by_role("link", name="More results").click()
+    page.get_by_role("link", name="Previous").click()
+    expect(page).to_have_url(f"{service.url}/?q=deploy&limit=2")
+    assert result_ids(page) == bob

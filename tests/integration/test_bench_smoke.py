@@ -257,3 +257,24 @@ def test_vector_tuning_builds_reuses_and_measures_each_config(
     assert all(r["index"]["reused"] for r in again["results"])  # the rerun built nothing
     assert json.loads((tmp_path / "vt.json").read_text())["results"] == again["results"]
     assert not OpenSearch(opensearch_url).indices.get(index=f"{prefix}-*")  # --drop
+
+
+def test_isolation_bench_measures_cost_and_leaks_on_a_tiny_run(
+    opensearch_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import isolation
+
+    prefix = f"test-iso-{uuid.uuid4().hex[:8]}"
+    isolation.main(["--url", opensearch_url, "--workspaces", "3", "--items-per-workspace", "4",
+                    "--rounds", "2", "--trials", "12", "--prefix", prefix])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    cost = out["cost"]
+    assert cost["items"] == 12
+    assert cost["shared"]["indices"] == 1
+    assert cost["isolated"]["indices"] == 4  # the (empty) shared index plus one per workspace
+    assert cost["isolated"]["shards"] > cost["shared"]["shards"]
+    leak = out["leak_share"]
+    assert leak["across_workspaces_shared"] == 1.0  # shared statistics: a certain leak
+    assert leak["across_boards_isolated"] == 1.0  # the residual isolation leaves
+    assert out["embedded_leak_share_across_workspaces"] == 1.0
+    assert not OpenSearch(opensearch_url).indices.get(index=f"{prefix}-*")

@@ -63,7 +63,7 @@ def test_status_on_the_embedded_store_reads_nothing_from_the_cwd(
     monkeypatch.chdir(loaded)
     (loaded / "stray.rejects.jsonl").write_text('{"line": 1}\n')
     (loaded / "home" / "rejects").mkdir()
-    (loaded / "home" / "rejects" / "run.jsonl").write_text('{"line": 1}\n{"line": 2}\n')
+    (loaded / "home" / "rejects" / "run.rejects.jsonl").write_text('{"line": 1}\n{"line": 2}\n')
     code, out, _ = suli(loaded, "status", "--json")
     assert code == 0
     body = json.loads(out)
@@ -85,7 +85,7 @@ def test_indices_drop_asks_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     dropped: list[str] = []
     monkeypatch.setattr("indexer.inventory.drop", lambda _c, _a, name: dropped.append(name))
-    monkeypatch.setattr(cli_ops, "OpenSearchBackend", lambda *a: _NoClient())
+    monkeypatch.setattr("suli.backends.opensearch.OpenSearchBackend", lambda *a: _NoClient())
     env = {"SULI_OPENSEARCH_URL": "http://127.0.0.1:1", "SULI_HOME": str(tmp_path)}
     run = CliRunner().invoke
     no_tty = run(cli, ["indices", "drop", "suli-items-v1-1"], env=env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -60,3 +61,28 @@ def test_an_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(cli, ["serach"])
     assert result.exit_code == 2
     assert "No such command" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "unneeded"),
+    [
+        # The embedded store's status draws no bar and opens no OpenSearch client.
+        (["--backend", "embedded", "status"], {"rich", "opensearchpy", "httpx", "onnxruntime"}),
+        (["acl", "list"], {"rich", "opensearchpy", "httpx", "onnxruntime"}),
+        (["schema", "principal"], {"rich", "httpx", "numpy", "onnxruntime"}),
+        # A local search asks no service (httpx is for --url only) and finds no vector to make.
+        (["search", "--as", "prn_x"], {"rich", "httpx", "opensearchpy", "onnxruntime"}),
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, list) else "",
+)
+def test_commands_import_only_what_they_use(
+    tmp_path: Path, args: list[str], unneeded: set[str]
+) -> None:
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom cli.main import cli\n"
+        f"r = CliRunner().invoke(cli, {args!r}, env={{'SULI_HOME': {str(tmp_path)!r}, "
+        "'SULI_EMBEDDER': 'fake', 'SULI_BACKEND': ''})\n"
+        "assert r.exit_code in (0, 2), r.output"  # 2: prn_x is unknown to the empty store
+    )
+    loaded = _modules_after(code)
+    assert loaded.isdisjoint(unneeded), sorted(loaded & unneeded)

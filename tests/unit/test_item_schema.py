@@ -1,9 +1,11 @@
-"""The item format: `suli schema item` accepts what validation accepts; the documented sample
-indexes cleanly; `suli export` writes what `suli index` takes back unchanged; `show --json`
-names its derived fields."""
+"""The input formats: `suli schema item|principal|board` accept what validation accepts (every
+shipped sample passes both, every bad line fails both); the documented samples index cleanly;
+`suli export` writes what `suli index` takes back unchanged; `show --json` names its derived
+fields."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
+from cli.schemas import board_schema, item_schema, principal_schema
+from indexer.lines import Rejection, Supplied, read_lines
+from suli.embedding import MiniLMEmbedder
 from suli.errors import InvalidInput
-from suli.validate import item_json_schema, parse_item
+from suli.validate import item_json_schema, parse_acl, parse_item, parse_principal
 
 DOCS = Path(__file__).parents[2] / "docs"
 SAMPLE = DOCS / "sample-items.jsonl"
@@ -48,21 +53,92 @@ INVALID: list[dict[str, Any]] = [
 ]
 
 
-def _validator() -> jsonschema.protocols.Validator:
-    schema = item_json_schema()
+MODEL, DIM = MiniLMEmbedder.name, MiniLMEmbedder.dimension
+VECTOR = [0.5] * DIM
+# Bad lines of each kind: every one must fail the schema and the line reader alike.
+BAD_LINES: list[Any] = [
+    *INVALID,
+    {**GOOD, "vector": VECTOR},  # no vector_model
+    {**GOOD, "vector_model": MODEL},  # no vector
+    {**GOOD, "vector": VECTOR, "vector_model": "other-model"},
+    {**GOOD, "vector": VECTOR[:-1], "vector_model": MODEL},
+    {**GOOD, "vector": [*VECTOR, 0.5], "vector_model": MODEL},
+    {**GOOD, "vector": [0] * DIM, "vector_model": MODEL},
+    {**GOOD, "vector": [0.0] * (DIM - 1) + [-0.0], "vector_model": MODEL},
+    {**GOOD, "vector": ["0.5"] * DIM, "vector_model": MODEL},
+    {**GOOD, "vector": [True] * DIM, "vector_model": MODEL},
+    {**GOOD, "vector": None, "vector_model": MODEL},
+    ["not", "an", "object"],
+    "a string",
+]
+GOOD_LINES: list[dict[str, Any]] = [
+    GOOD,
+    {**GOOD, "vector": VECTOR, "vector_model": MODEL},
+    {**GOOD, "vector": [0] * (DIM - 1) + [1e-300], "vector_model": MODEL},  # tiny, not zero
+    {**GOOD, "vector": [1] + [0] * (DIM - 1), "vector_model": MODEL},  # ints are numbers
+]
+BAD_PRINCIPALS: list[Any] = [
+    {"id": "prn_a"},
+    {"id": "prn_a", "workspace": "ws", "kind": "robot"},
+    {"id": "prn_a", "workspace": "ws", "groups": "g"},
+    {"id": "prn_a", "workspace": "ws", "groups": [1]},
+    {"id": "prn_a", "workspace": "ws", "role": "admin"},
+    {"id": "-x", "workspace": "ws"},
+    {"id": "prn_a", "workspace": "w" * 129},
+    {"id": 7, "workspace": "ws"},
+]
+BAD_BOARDS: list[Any] = [
+    {"board": "brd_x"},
+    {"board": "brd_x", "workspace": "ws", "members": "prn_a"},
+    {"board": "brd_x", "workspace": "ws", "name": "n" * 201},
+    {"board": "brd x", "workspace": "ws"},
+    {"board": "brd_x", "workspace": "ws", "owner": "prn_a"},
+    {"board": "brd_x", "workspace": "ws", "groups": [None]},
+]
+
+
+def _check(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _validator() -> jsonschema.protocols.Validator:
+    return _check(item_schema(MODEL, DIM))
+
+
+def _reader_accepts(data: Any) -> bool:
+    """What `suli index` does with the line: parsed, validated, its own vector checked."""
+    supplied: dict[int, Supplied] = {}
+    [(n, entry)] = list(read_lines(io.BytesIO(json.dumps(data).encode() + b"\n"), None, supplied))
+    if isinstance(entry, Rejection):
+        return False
+    return n not in supplied or not isinstance(supplied[n].check(MODEL, DIM), str)
 
 
 def _sample() -> list[dict[str, Any]]:
     return [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
 
 
-def test_cli_prints_the_schema() -> None:
-    out = CliRunner().invoke(cli, ["schema", "item"])
+def test_cli_prints_the_schemas() -> None:
+    env = {"SULI_EMBEDDER": "minilm"}
+    out = CliRunner().invoke(cli, ["schema", "item"], env=env)
     assert out.exit_code == 0
-    assert json.loads(out.stdout) == item_json_schema()
+    assert json.loads(out.stdout) == item_schema(MODEL, DIM)
+    fake = CliRunner().invoke(cli, ["schema", "item"], env={"SULI_EMBEDDER": "fake"})
+    assert json.loads(fake.stdout)["properties"]["vector_model"]["const"] == "fake-hash-384"
+    for name, schema in (("principal", principal_schema()), ("board", board_schema())):
+        out = CliRunner().invoke(cli, ["schema", name])
+        assert out.exit_code == 0 and json.loads(out.stdout) == schema
+
+
+def test_the_item_schema_is_the_validators_plus_the_vector_fields() -> None:
+    full = item_schema(MODEL, DIM)
+    assert set(full["properties"]) == set(item_json_schema()["properties"]) | {
+        "vector",
+        "vector_model",
+    }
+    assert full["additionalProperties"] is False
 
 
 def test_sample_validates_against_the_schema_and_the_validator() -> None:
@@ -72,9 +148,17 @@ def test_sample_validates_against_the_schema_and_the_validator() -> None:
     for data in items:
         v.validate(data)
         parse_item(data)
-    documented = {f.strip("`") for f in (DOCS / "items.md").read_text().split("|")}
-    for field in item_json_schema()["properties"]:
-        assert field in documented or f"`{field}`" in (DOCS / "items.md").read_text(), field
+        assert _reader_accepts(data)
+    text = (DOCS / "items.md").read_text()
+    documented = {f.strip("`") for f in text.split("|")}
+    for field in item_schema(MODEL, DIM)["properties"]:
+        assert field in documented or f"`{field}`" in text, field
+
+
+@pytest.mark.parametrize("data", GOOD_LINES, ids=lambda d: json.dumps(d)[:60])
+def test_good_lines_pass_both(data: dict[str, Any]) -> None:
+    assert _validator().is_valid(data)
+    assert _reader_accepts(data)
 
 
 @pytest.mark.parametrize("data", INVALID, ids=lambda d: json.dumps(d)[:60])
@@ -82,6 +166,48 @@ def test_invalid_items_fail_both(data: dict[str, Any]) -> None:
     assert not _validator().is_valid(data)
     with pytest.raises(InvalidInput):
         parse_item(data)
+
+
+@pytest.mark.parametrize("data", BAD_LINES, ids=lambda d: json.dumps(d)[:70])
+def test_bad_lines_fail_the_schema_and_the_line_reader(data: Any) -> None:
+    assert not _validator().is_valid(data)
+    assert not _reader_accepts(data)
+
+
+def test_sample_principals_and_boards_pass_both_and_fit_the_items() -> None:
+    principals = json.loads((DOCS / "sample-principals.json").read_text())
+    boards = json.loads((DOCS / "sample-boards.json").read_text())
+    pv, bv = _check(principal_schema()), _check(board_schema())
+    for p in principals:
+        pv.validate(p)
+        parse_principal(p)
+    for b in boards:
+        bv.validate(b)
+        parse_acl(b)
+    items = _sample()
+    ids = {p["id"] for p in principals}
+    assert {i["board"] for i in items if i.get("board")} <= {b["board"] for b in boards}
+    assert {i[k] for i in items for k in ("agent", "uploader") if i.get(k)} <= ids
+    assert {i["workspace"] for i in items} == {p["workspace"] for p in principals}
+    # Someone on the board and someone not: the samples show the rule, not just the data.
+    on_board = [
+        p["id"]
+        for p in principals
+        if any(p["id"] in b["members"] or set(p["groups"]) & set(b["groups"]) for b in boards)
+    ]
+    assert "prn_ana" in on_board and set(ids) - set(on_board)
+
+
+@pytest.mark.parametrize(
+    ("schema", "parse", "data"),
+    [(principal_schema, parse_principal, d) for d in BAD_PRINCIPALS]
+    + [(board_schema, parse_acl, d) for d in BAD_BOARDS],
+    ids=lambda x: json.dumps(x)[:50] if isinstance(x, dict) else "",
+)
+def test_bad_principals_and_boards_fail_both(schema: Any, parse: Any, data: Any) -> None:
+    assert not _check(schema()).is_valid(data)
+    with pytest.raises(InvalidInput):
+        parse(data)
 
 
 def suli(home: Path, db: Path, *args: str, input: str | None = None) -> Any:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli.main import cli
 from indexer.pipeline import MAX_LINE_BYTES, Rejection, read_lines
@@ -76,6 +78,49 @@ def test_json_error_columns_are_1_based_as_the_line_shows_them() -> None:
     assert rejects(b'{"id": "x"}\n{"id": }\n')[2].reason.endswith("at column 8")
     # A BOM after line 1 is no file marker: rejected, saying so.
     assert "BOM" in rejects(line("itm_1") + b"\xef\xbb\xbf" + line("itm_2"))[2].reason
+
+
+def test_a_cut_line_says_so_instead_of_column_1() -> None:
+    # Before: json placed the error on the line break, "line 2 column 1" of a one-line text.
+    for cut in (b'{"id": "itm_1", "title": "x"', b'{"id": "itm_1",', b'{"id": 12'):
+        for end in (b"\n", b"\r\n", b""):
+            reason = rejects(cut + end)[1].reason
+            assert reason.startswith("invalid JSON: the line ends before the JSON does ("), reason
+            assert "column" not in reason
+
+
+def test_messages_name_a_column_once() -> None:
+    reason = rejects(b'{"id": "itm_1", "title": "caf\\u00e9 and more' + b"\n")[1].reason
+    assert reason == "invalid JSON: Unterminated string starting at column 26"
+    assert rejects(b'{"id": "a\x01"}\n')[1].reason.endswith("character at column 10")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), JSON_VALUES, min_size=1, max_size=4), st.data())
+def test_any_cut_of_an_object_is_rejected_with_a_true_place(
+    obj: dict[str, object], data: st.DataObject
+) -> None:
+    whole = json.dumps(obj, ensure_ascii=False)
+    cut = whole[: data.draw(st.integers(1, len(whole) - 1))]
+    reason = rejects(cut.encode() + b"\n")[1].reason
+    assert "at at" not in reason
+    if " at column " in reason:
+        # A column is a true place on the line: a character the line has, never past its end.
+        column = int(reason.rsplit(" ", 1)[1])
+        assert 1 <= column <= len(cut), reason
+        if "Unterminated string" in reason:  # ... the quote that opens the cut string
+            assert cut[column - 1] == '"'
+    else:
+        assert reason.startswith("invalid JSON: the line ends before the JSON does ("), reason
 
 
 def test_an_over_long_line_is_rejected_and_reading_goes_on() -> None:

@@ -11,6 +11,7 @@ import opensearchpy
 from opensearchpy import OpenSearch
 
 from suli.backends import opensearch_bodies as bodies
+from suli.backends.opensearch import tls
 from suli.deadline import in_force
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
 from suli.settings import Settings
@@ -55,6 +56,8 @@ def make_client(settings: Settings, *, max_retries: int = 1) -> OpenSearch:
         http_auth=auth,
         verify_certs=settings.opensearch_verify_certs,
         ca_certs=settings.opensearch_ca_certs,
+        client_cert=settings.opensearch_client_cert,
+        client_key=settings.opensearch_client_key,
         timeout=settings.opensearch_timeout_s,
         max_retries=max_retries,
         retry_on_timeout=False,
@@ -73,7 +76,12 @@ def wrap(call: Callable[[], T], what: str) -> T:
     except opensearchpy.ConnectionTimeout as e:
         raise DeadlineExceeded(f"OpenSearch did not answer {what} in time") from e
     except opensearchpy.ConnectionError as e:
+        secured = tls.connection_fault(e)
+        if secured:
+            raise BackendUnavailable(f"OpenSearch connection failed ({what}): {secured}") from e
         raise BackendUnavailable(f"OpenSearch is unreachable ({what}): {e.info or e}") from e
+    except tls.REFUSED as e:
+        raise BackendUnavailable(tls.refusal(e, what)) from e
     except opensearchpy.NotFoundError as e:
         raise BackendUnavailable(
             f"OpenSearch index missing ({what}); run `suli index` first"

@@ -14,6 +14,7 @@ from tenacity import (
     Retrying,
     before_sleep_log,
     retry_if_exception_type,
+    retry_if_not_exception_type,
     stop_after_attempt,
     wait_exponential,
     wait_random,
@@ -23,6 +24,7 @@ from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends import opensearch_docs as docs
 from suli.backends.base import KEEP_GONE, BulkOutcome
+from suli.backends.opensearch import tls
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
@@ -45,9 +47,11 @@ class Writes(Workspaces):
     def _retrying(self) -> Retrying:
         """Connection faults: retry the whole request with exponential back-off and jitter."""
         return Retrying(
+            # Not a TLS failure (unknown CA, wrong host): it fails the same way every time.
             retry=retry_if_exception_type(
                 (opensearchpy.ConnectionError, opensearchpy.ConnectionTimeout)
-            ),
+            )
+            & retry_if_not_exception_type(opensearchpy.SSLError),
             # 0.5 s doubling to 15 s plus up to 1 s of jitter (wait_exponential_jitter's
             # `initial` is deprecated in newer tenacity; this spelling works in all versions).
             wait=wait_exponential(multiplier=0.5, max=15) + wait_random(0, 1),
@@ -100,6 +104,10 @@ class Writes(Workspaces):
                     for ok, info in results:
                         op = next(iter(info.values()))
                         exc = op.get("exception")
+                        if not ok and isinstance(exc, tls.REFUSED):
+                            # The user may not write here at all: a fault of the set-up,
+                            # not of these items, and no re-send can fix it.
+                            raise BackendUnavailable(tls.refusal(exc, "bulk write")) from exc
                         if not ok and isinstance(exc, opensearchpy.ConnectionError):
                             raise exc
                         if not ok and op.get("status") == "N/A":
@@ -123,6 +131,8 @@ class Writes(Workspaces):
                 err = op.get("error")
                 reason = err.get("reason") if isinstance(err, dict) else str(err)
                 etype = err.get("type") if isinstance(err, dict) else "error"
+                if status == 403 and etype == "security_exception":  # refused per index
+                    raise BackendUnavailable(tls.permission_line(str(reason), "bulk write"))
                 rejected[item_id] = f"{etype}: {reason}"
                 pending.pop(item_id, None)
         for item_id in pending:
