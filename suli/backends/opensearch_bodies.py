@@ -91,32 +91,37 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     typo tier's order then comes from the exact clause and the vector leg, not from BM25."""
     if flavour == "plain":
         return []
+    # On the unstemmed fields, as the embedded store corrects against its unstemmed
+    # vocabulary: a typo is an edit of the word, and a stem cut short ("orchestrations" ->
+    # "orchestr") would reach words ("orchestra") the query never came near.
+    fields = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
+
+    def unless_exact(clause: dict[str, Any], word: str) -> dict[str, Any]:
+        # Only where the word itself is absent: an item holding it gains nothing, so the
+        # clauses never tilt a ranking of exact words (towards long words, or the last one).
+        exact = {"multi_match": {"query": word, "fields": fields}}
+        return {"bool": {"must": [clause], "must_not": [exact], "boost": TYPO_BOOST}}
+
     out: list[dict[str, Any]] = []
-    fuzzy = typo_words(text)
-    if fuzzy:
-        # On the unstemmed fields, as the embedded store corrects against its unstemmed
-        # vocabulary: a typo is an edit of the word, and a stem cut short ("orchestrations" ->
-        # "orchestr") would reach words ("orchestra") the query never came near.
-        fuzzy_fields = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
-        out.append(
-            {
-                "multi_match": {
-                    "query": " ".join(fuzzy),
-                    "fields": fuzzy_fields,
-                    "type": "most_fields",
-                    "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
-                    "prefix_length": PREFIX_LENGTH,
-                    "fuzzy_rewrite": "constant_score",
-                    "boost": TYPO_BOOST,
-                }
+    for word in typo_words(text):
+        fuzzy = {
+            "multi_match": {
+                "query": word,
+                "fields": fields,
+                "type": "most_fields",
+                "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
+                "prefix_length": PREFIX_LENGTH,
+                "fuzzy_transpositions": True,
+                "fuzzy_rewrite": "constant_score",
             }
-        )
+        }
+        out.append(unless_exact(fuzzy, word))
     last = prefix_word(text)
     if last is not None:
         # On the unstemmed field: a half-typed word is a prefix of the word, not of its stem.
         # `last` is a lower-cased \w+ run: no wildcard or syntax reaches the engine.
-        prefix = {"value": last, "rewrite": "constant_score", "boost": TYPO_BOOST}
-        out.append({"prefix": {CONTENT_FIELD["plain"]: prefix}})
+        prefix = {"prefix": {CONTENT_FIELD["plain"]: {"value": last, "rewrite": "constant_score"}}}
+        out.append(unless_exact(prefix, last))
     return out
 
 
