@@ -18,6 +18,7 @@ from cli.remote import (
     token_option,
     url_option,
 )
+from suli.counting import FACET_FILTERS
 from suli.render import DERIVED_FIELDS, facets_json, item_json, response_json
 from suli.search_params import request_from
 from suli.text import words as query_words
@@ -226,6 +227,9 @@ def facets(
         emit_json(body)
         return
     click.echo(f"{body['total']} matching items" if query else f"{body['total']} visible items")
+    ticked = [name for name in FACET_FILTERS if flags.get(name)]
+    if ticked:  # disjunctive counts (DESIGN 3.10): say why a ticked facet shows other values
+        click.echo(f"  ({', '.join(ticked)}: counted without their own selection)")
     for name, values in body["facets"].items():
         shown = ", ".join(f"{v['value']} ({v['count']})" for v in values) or "-"
         more = " (and more: narrow the search to see them)" if body["more"].get(name) else ""

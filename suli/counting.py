@@ -4,15 +4,21 @@ See docs/decisions.md, "Search answers": the visible items the words match under
 all of them (not just the depth the word leg returned), plus the kept meaning-only hits that
 are not word matches; "gte" where the engine could not count. When facets are asked for they
 are counted over the same set, so their total is the search's.
+
+Facets count disjunctively (DESIGN 3.10, as Algolia, Meilisearch and Typesense do): a facet's
+values are counted over the matches under every filter but that facet's own, so ticking
+`outcome=approved` leaves the other outcomes' counts in place (what ticking one more would
+add) while it narrows the kinds, tags and the rest. `total` keeps every filter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any, Literal
 
 from suli.backends.base import FACET_CAP, Facets, LegQuery, LegResults, MatchSet
-from suli.models import SearchRequest
+from suli.models import Filters, SearchRequest
 from suli.ranking import Ranked
 from suli.settings import Settings
 
@@ -20,6 +26,46 @@ Relation = Literal["eq", "gte"]
 # Facets of a MatchSet with up to `cap` values each (0: only the total), under the request's
 # visibility and filters.
 CountFacets = Callable[[MatchSet, int], Facets]
+
+# Each facet and the filter that narrows it (the station facet lists names; its filter takes an
+# id or a name, and is the facet's own either way).
+FACET_FILTERS = {
+    "kind": "kinds",
+    "outcome": "outcomes",
+    "board": "boards",
+    "agent": "agents",
+    "station": "stations",
+    "tag": "tags",
+}
+
+
+def own_filter_lifted(filters: Filters) -> Iterator[tuple[str, Filters]]:
+    """(facet, the filters without that facet's own) for each facet whose filter is set; the
+    other facets are counted under `filters` as they are."""
+    for name, attr in FACET_FILTERS.items():
+        if getattr(filters, attr):
+            lifted: dict[str, Any] = {attr: ()}
+            yield name, replace(filters, **lifted)
+
+
+def without_facet_filters(filters: Filters) -> Filters:
+    """`filters` with every facet's filter lifted (what stays: dates, hidden, exclusions)."""
+    lifted: dict[str, Any] = {attr: () for attr in FACET_FILTERS.values()}
+    return replace(filters, **lifted)
+
+
+def disjunctive(filters: Filters, cap: int, count: Callable[[Filters], Facets]) -> Facets:
+    """Facets counted disjunctively from `count` (one facet count under the given filters):
+    `total` and the unticked facets under every filter, each ticked facet without its own."""
+    full = count(filters)
+    values = {k: list(v) for k, v in full.values.items()}
+    more = dict(full.more)
+    if cap:
+        for name, lifted in own_filter_lifted(filters):
+            got = count(lifted)
+            values[name] = list(got.values.get(name, []))
+            more[name] = got.more.get(name, False)
+    return Facets(full.total, values, more)
 
 
 def vector_may_hold_more(settings: Settings, query: LegQuery, legs: LegResults) -> bool:

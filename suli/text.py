@@ -61,3 +61,43 @@ def only_common_words(text: str) -> bool:
 # BM25 field weights shared by both backends. Tuned on NFCorpus dev qrels (bench/quality.py):
 # a title boost of 3 cost 0.03 nDCG@10 there; 1.25 keeps titles ahead at almost no cost.
 FIELD_WEIGHTS = {"title": 1.25, "body": 1.0, "caption": 1.0, "path": 1.0, "tags": 2.0}
+
+
+# ---- typos (DESIGN 3.12) -------------------------------------------------------------------
+# A word of at least FUZZY_MIN_CHARS letters may carry a typo: one edit from five letters,
+# two from TWO_EDITS_CHARS (OpenSearch's `fuzziness: AUTO:5,8`). Lucene's plain AUTO (two
+# edits from six letters) let made-up words find real ones ("brillig" -> "billing", "bowling" ->
+# "billing" on the sample workspace: tests/integration/test_floor.py); one edit is what the
+# common typo (a swap, a dropped, extra or wrong letter) needs. The first PREFIX_LENGTH
+# letters must be right, as in most typos, which also keeps the expansion small. The last word
+# may be half typed: it matches as a prefix from PREFIX_MIN_CHARS letters.
+FUZZY_MIN_CHARS = 5
+TWO_EDITS_CHARS = 8
+PREFIX_LENGTH = 1
+PREFIX_MIN_CHARS = 3
+# Corrections kept per word on the embedded store (visible words only, nearest first).
+MAX_EXPANSIONS = 20
+# Words corrected per query, the first ones: typed queries are short, and a long one (a
+# related card's 64 words, a 1,000-character query) must not cost a correction per word.
+MAX_TYPO_WORDS = 8
+
+
+def max_edits(word: str) -> int:
+    """Edits a word may be away from what it means (0, 1, then 2; see FUZZY_MIN_CHARS)."""
+    n = len(word)
+    return 0 if n < FUZZY_MIN_CHARS else 1 if n < TWO_EDITS_CHARS else 2
+
+
+def typo_words(text: str) -> list[str]:
+    """The query words that may carry a typo: long enough and never a common word."""
+    ws = [w for w in words(text) if w not in ENGLISH_STOPWORDS and max_edits(w)]
+    return list(dict.fromkeys(ws))[:MAX_TYPO_WORDS]
+
+
+def prefix_word(text: str) -> str | None:
+    """The last word, matched as a prefix too (it may be half typed); None when it is a
+    common word or too short to narrow anything."""
+    ws = words(text)
+    if not ws or ws[-1] in ENGLISH_STOPWORDS or len(ws[-1]) < PREFIX_MIN_CHARS:
+        return None
+    return ws[-1]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from suli.backends import embedded_sql as q
+from suli.backends import embedded_typos as typos
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
@@ -32,6 +33,7 @@ from suli.backends.base import (
     TokenInfo,
 )
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
+from suli.counting import disjunctive
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.files import create_private
@@ -42,6 +44,8 @@ PROGRESS_STEPS = 2_000  # SQLite VM steps between deadline checks
 BUSY_TIMEOUT_S = 30.0  # a writer in another process holds the lock: wait, then fail clearly
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 32 << 10
+# The typo tier's scores against the exact tier's (they stay below its lowest, see _text_leg).
+TYPO_WEIGHT = 0.5
 
 
 def _fields(item: Item) -> tuple[str, str, str]:
@@ -90,7 +94,7 @@ class EmbeddedBackend:
             conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             conn.create_function("suli_regex", 3, q.regex_sql, deterministic=True)
-            for ddl in q.scratch_schema():
+            for ddl in (*q.scratch_schema(), *typos.vocab_schema()):
                 conn.execute(ddl)
         except sqlite3.Error as e:
             raise BackendUnavailable(f"cannot open the embedded store {self.path}: {e}") from e
@@ -177,10 +181,11 @@ class EmbeddedBackend:
         with self._tx(timeout_s=query.timeout_s) as c:
             if query.text is not None:
                 t0 = time.perf_counter()
-                text = self._text_leg(c, query, query.text)
+                tm = typos.text_match(c, query.vis, query.text, query.text_fields)
+                text = self._text_leg(c, query, tm)
                 text_total = query.text_offset + len(text)
                 if len(text) >= query.depth or (query.text_offset and not text):
-                    text_total = self._count_text(c, query, query.text)  # cut: count them all
+                    text_total = self._count_text(c, query, tm)  # cut: count every match
                 timings["text_took"] = round((time.perf_counter() - t0) * 1000, 3)
             if query.vector is not None:
                 t0 = time.perf_counter()
@@ -190,7 +195,7 @@ class EmbeddedBackend:
                     errors["vector"] = f"invalid query vector: {e}"
                 else:
                     if query.text is not None:
-                        words = self._word_matches(c, query, query.text, text, rowids)
+                        words = self._word_matches(c, query, tm, text, rowids)
                 timings["vector_took"] = round((time.perf_counter() - t0) * 1000, 3)
         return LegResults(text, vector, errors, timings, text_total, word_matches=words)
 
@@ -198,58 +203,103 @@ class EmbeddedBackend:
         self,
         c: sqlite3.Connection,
         query: LegQuery,
-        text: str,
+        tm: typos.TextMatch,
         text_hits: Sequence[Hit],
         rowids: dict[int, str],
     ) -> frozenset[str]:
-        """The vector hits the words match too. Only a text leg cut at depth can leave word
-        matches out of its hits; otherwise they are exactly its hits."""
+        """The vector hits the words match too (in any tier: exact, corrected or the last
+        word's prefix). Only a text leg cut at depth can leave word matches out of its hits;
+        otherwise they are exactly its hits."""
         in_text = {h.id for h in text_hits}
         if len(text_hits) < query.depth or query.text_offset:
             return frozenset(i for i in rowids.values() if i in in_text)
-        expr = q.match_expression(text, query.text_fields)
         rest = [r for r, i in rowids.items() if i not in in_text]
-        if expr is None or not rest:
+        if not rest:
             return frozenset(in_text & set(rowids.values()))
-        table = q.FTS_TABLES[query.text_fields]
+        cond, cparams = tm.condition(query.text_fields)
         marks = ", ".join("?" * len(rest))
         found = c.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND +rowid IN ({marks})",
-            [expr, *rest],
+            f"SELECT i.rowid FROM items i WHERE {cond} AND i.rowid IN ({marks})",
+            [*cparams, *rest],
         ).fetchall()
         return frozenset(in_text & set(rowids.values())) | {rowids[r] for (r,) in found}
 
-    def _count_text(self, c: sqlite3.Connection, query: LegQuery, text: str) -> int:
-        """All matches of the text leg under its filters (the leg itself stops at depth)."""
-        expr = q.match_expression(text, query.text_fields)
-        if expr is None:
-            return 0
-        table = q.FTS_TABLES[query.text_fields]
+    def _count_text(self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch) -> int:
+        """All matches of the text leg (every tier) under its filters (the leg stops at depth)."""
+        cond, cparams = tm.condition(query.text_fields)
         where, params = q.where(query.vis, query.filters, query.regex)
         row = c.execute(
-            f"""SELECT count(*) FROM {table} f JOIN items i ON i.rowid = f.rowid
-                WHERE {table} MATCH ? AND {where}""",
-            [expr, *params],
+            f"SELECT count(*) FROM items i WHERE {where} AND {cond}", [*params, *cparams]
         ).fetchone()
         return int(row[0])
 
-    def _text_leg(self, c: sqlite3.Connection, query: LegQuery, text: str) -> tuple[Hit, ...]:
-        expr = q.match_expression(text, query.text_fields)
-        if expr is None:
-            return ()  # only common words under the stemmed rule: nothing to match
-        table = q.FTS_TABLES[query.text_fields]
+    def _ranked(
+        self,
+        c: sqlite3.Connection,
+        query: LegQuery,
+        expr: str,
+        limit: int,
+        flavour: TextFields | None = None,
+        unless: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """(rowid, -bm25) of the rows matching `expr` in the `flavour` table (the query's by
+        default) under the query's filters, best first; `unless`: not the rows this matches
+        in the query's own table (an earlier tier)."""
+        table = q.FTS_TABLES[flavour or query.text_fields]
         where, params = q.where(query.vis, query.filters, query.regex)
+        if unless is not None:
+            own = q.FTS_TABLES[query.text_fields]
+            where += f" AND f.rowid NOT IN (SELECT rowid FROM {own} WHERE {own} MATCH ?)"
+            params.append(unless)
         # bm25() in ORDER BY runs SQLite's sorter, measured 2x faster than FTS5's own
-        # `ORDER BY rank`. Every match is scored to rank them, so an OFFSET (later text-mode
-        # windows) costs what a keyset would. Only the fields fusion reads are selected.
-        ranked = c.execute(
-            f"""SELECT i.id, i.outcome, i.superseded_by, {q.bm25_call(table, self.bm25_weights)} AS s
+        # `ORDER BY rank`. Every match is scored to rank them, so a later text-mode window
+        # (its offset) costs what a keyset would.
+        rows = c.execute(
+            f"""SELECT f.rowid, {q.bm25_call(table, self.bm25_weights)} AS s
                 FROM {table} f JOIN items i ON i.rowid = f.rowid
-                WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ? OFFSET ?""",
-            [expr, *params, query.depth, query.text_offset],
+                WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ?""",
+            [expr, *params, limit],
         ).fetchall()
-        # bm25() is negated: lower is better
-        return tuple(Hit(i, -float(s), outcome, replaced) for i, outcome, replaced, s in ranked)
+        return [(r, -float(s)) for r, s in rows]  # bm25() is negated: lower is better
+
+    def _text_leg(
+        self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch
+    ) -> tuple[Hit, ...]:
+        """Exact-word matches first, then the rows found only through a correction or the
+        last word's prefix (DESIGN 3.12): a typo never outranks the word spelt right. The
+        window from `text_offset` of that order, with only the fields fusion reads."""
+        want = query.text_offset + query.depth
+        ranked = self._ranked(c, query, tm.exact, want) if tm.exact else []
+        tiers: list[tuple[str | None, TextFields | None, str | None]] = [
+            (tm.typo_only, None, None),  # corrections
+            (tm.prefix, "plain", tm.either),  # the last word's prefix, unstemmed
+        ]
+        for expr_, flavour, unless in tiers:
+            if expr_ is None or len(ranked) >= want:
+                continue
+            tier = self._ranked(c, query, expr_, want - len(ranked), flavour, unless)
+            if tier:
+                # Scaled under the lowest score so far, order kept: the tier's scores say it
+                # ranks lower wherever a leg's scores are compared.
+                floor = min((s for _, s in ranked), default=1.0)
+                scale = min(TYPO_WEIGHT, TYPO_WEIGHT * floor / max(s for _, s in tier))
+                ranked += [(r, s * scale) for r, s in tier]
+        window = ranked[query.text_offset : want]
+        if not window:
+            return ()
+        marks = ", ".join("?" * len(window))
+        fields = {
+            rowid: (item_id, outcome, replaced)
+            for rowid, item_id, outcome, replaced in c.execute(
+                f"SELECT rowid, id, outcome, superseded_by FROM items WHERE rowid IN ({marks})",
+                [r for r, _ in window],
+            )
+        }
+        hits = []
+        for rowid, score in window:
+            item_id, outcome, replaced = fields[rowid]
+            hits.append(Hit(item_id, score, outcome, replaced))
+        return tuple(hits)
 
     def page(self, query: PageQuery) -> Page:
         """The page's rows under visibility and filters (read again, in a transaction of its
@@ -293,18 +343,22 @@ class EmbeddedBackend:
     def _page_highlights(
         self, c: sqlite3.Connection, query: PageQuery, items: dict[int, Item]
     ) -> dict[int, tuple[str, ...]]:
+        """Marks for the page's text hits: their exact words and corrections (the same
+        vocabulary rule as the leg: only words of items the caller may see)."""
         if query.text is None or not items:
             return {}
-        expr = q.match_expression(query.text, query.text_fields)
+        tm = typos.text_match(c, query.vis, query.text, query.text_fields)
+        expr = tm.either or tm.prefix
         if expr is None:
             return {}
-        table = q.FTS_TABLES[query.text_fields]
+        table = q.FTS_TABLES[query.text_fields if tm.either else "plain"]
         # Huge fields are highlighted from a capped copy (see FULL_HIGHLIGHT_CHARS).
         long = {
             r: it for r, it in items.items() if max(map(len, _fields(it))) > q.FULL_HIGHLIGHT_CHARS
         }
         snippets = self._highlights(c, table, expr, [r for r in items if r not in long])
-        return snippets | self._capped_highlights(c, query.text_fields, expr, long)
+        flavour = query.text_fields if tm.either else "plain"
+        return snippets | self._capped_highlights(c, flavour, expr, long)
 
     @staticmethod
     def _highlights(
@@ -496,16 +550,23 @@ class EmbeddedBackend:
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
-        where, params = q.where(vis, filters, match.regex if match else None)
-        if match is not None:
-            where, params = q.match_where(where, params, match)
         with self._tx(timeout_s=timeout_s) as c:
+            cond = None
+            if match is not None and match.text is not None and not match.every:
+                tm = typos.text_match(c, vis, match.text, match.text_fields)
+                cond = tm.condition(match.text_fields)
             gen = self._generation(c)
-            got = self._cache.facets(
-                gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
-            )
-        # A copy: the cached lists are shared by later calls.
-        return Facets(got.total, {k: list(v) for k, v in got.values.items()}, dict(got.more))
+
+            def count(f: Filters) -> Facets:
+                where, params = q.where(vis, f, match.regex if match else None)
+                if match is not None:
+                    where, params = q.match_where(where, params, match, cond)
+                return self._cache.facets(
+                    gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
+                )
+
+            # disjunctive() copies the lists: the cached ones are shared by later calls.
+            return disjunctive(filters, cap, count)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         where, params = q.where(vis, Filters())

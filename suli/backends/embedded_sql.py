@@ -288,7 +288,12 @@ def match_expression(text: str, flavour: TextFields) -> str | None:
     unique = list(dict.fromkeys(ws))
     if not unique:
         return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    return " OR ".join(quote_word(w) for w in unique)
+
+
+def quote_word(word: str) -> str:
+    """One word as an FTS5 string: AND/OR/NEAR/* inside it are plain text."""
+    return '"' + word.replace('"', '""') + '"'
 
 
 def highlight_html(fragment: str) -> str | None:
@@ -452,18 +457,19 @@ def row_item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
 # ---- facets and writes ------------------------------------------------------------------------
 
 
-def match_where(where: str, params: list[Any], match: MatchSet) -> tuple[str, list[Any]]:
-    """WHERE narrowed to the items a search matched (see MatchSet): words through the same
-    FTS table and MATCH expression as the text leg, or one of the kept meaning-only ids."""
+def match_where(
+    where: str, params: list[Any], match: MatchSet, text: tuple[str, list[Any]] | None
+) -> tuple[str, list[Any]]:
+    """WHERE narrowed to the items a search matched (see MatchSet): `text`, the text leg's own
+    match condition over `i` (every tier; None: no word part), or one of the kept
+    meaning-only ids."""
     if match.every:
         return where, params
     ors: list[str] = []
     extra: list[Any] = []
-    expr = match_expression(match.text, match.text_fields) if match.text is not None else None
-    if expr is not None:
-        table = FTS_TABLES[match.text_fields]
-        ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
-        extra.append(expr)
+    if text is not None:
+        ors.append(text[0])
+        extra += text[1]
     if match.ids:
         clause, ps = _in("i.id", match.ids)
         ors.append(clause)

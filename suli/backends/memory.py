@@ -18,6 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from rapidfuzz.distance import OSA
+
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
@@ -35,10 +37,19 @@ from suli.backends.base import (
     TokenInfo,
 )
 from suli.backends.embedded_sql import compile_regex  # RE2: linear time, as the store's
+from suli.counting import disjunctive
 from suli.embedding import embed_hash
 from suli.errors import NotFound
 from suli.models import BoardAcl, Filters, Item, Principal
-from suli.text import ENGLISH_STOPWORDS, FIELD_WEIGHTS, words
+from suli.text import (
+    ENGLISH_STOPWORDS,
+    FIELD_WEIGHTS,
+    PREFIX_LENGTH,
+    max_edits,
+    prefix_word,
+    typo_words,
+    words,
+)
 from suli.visibility import Visibility, can_see
 
 Key = tuple[str, str]  # (workspace, id): ids are unique within a workspace only
@@ -80,6 +91,35 @@ def _text_score(item: Item, qwords: Sequence[str]) -> float:
         counts = Counter(ws)
         score += FIELD_WEIGHTS[name] * sum(counts[w] for w in qwords)
     return score
+
+
+def _typo_score(item: Item, text: str, fields: TextFields) -> float:
+    """The typo tier (DESIGN 3.12), simply: how many of the item's words are a correction of a
+    query word (within max_edits, first letter kept, never a common word) or start with the
+    last query word; squashed under 0.5, below any exact score (each at least 1)."""
+    if fields == "plain":
+        return 0.0
+    fuzzy, last = typo_words(text), prefix_word(text)
+
+    def corrects(w: str) -> bool:
+        return w not in ENGLISH_STOPWORDS and any(
+            w[:PREFIX_LENGTH] == q[:PREFIX_LENGTH] and OSA.distance(w, q) <= max_edits(q)
+            for q in fuzzy
+        )
+
+    n = sum(
+        1
+        for ws in _field_words(item).values()
+        for w in ws
+        if (last is not None and w.startswith(last)) or corrects(w)
+    )
+    return 0.5 * n / (1 + n)
+
+
+def _match_score(item: Item, text: str, fields: TextFields) -> float:
+    """The text leg's score: exact words, else the typo tier; 0: no match."""
+    exact = _text_score(item, _query_words(text, fields))
+    return exact if exact > 0 else _typo_score(item, text, fields)
 
 
 def _highlight(item: Item, qwords: Sequence[str]) -> tuple[str, ...]:
@@ -162,7 +202,7 @@ class MemoryBackend:
         qwords: list[str] = []
         if query.text is not None:
             qwords = _query_words(query.text, query.text_fields)
-            scored = [(_text_score(it, qwords), it) for it in pool]
+            scored = [(_match_score(it, query.text, query.text_fields), it) for it in pool]
             matched = sorted(((s, it) for s, it in scored if s > 0), key=lambda p: (-p[0], p[1].id))
             total = len(matched)
             start = query.text_offset
@@ -235,11 +275,20 @@ class MemoryBackend:
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
+        return disjunctive(filters, cap, lambda f: self._facet_counts(vis, f, match, cap))
+
+    def _facet_counts(
+        self, vis: Visibility, filters: Filters, match: MatchSet | None, cap: int
+    ) -> Facets:
         found = self._visible(vis, filters, match.regex if match else None)
         if match is not None and not match.every:
-            qwords = _query_words(match.text, match.text_fields) if match.text else []
+            text, fields = match.text, match.text_fields
             ids = set(match.ids)
-            found = [it for it in found if it.id in ids or _text_score(it, qwords) > 0]
+            found = [
+                it
+                for it in found
+                if it.id in ids or (text is not None and _match_score(it, text, fields) > 0)
+            ]
         if not cap:
             return Facets(total=len(found), values={})
         counts: dict[str, Counter[str]] = {

@@ -11,8 +11,16 @@ from typing import Any, Literal
 from suli.backends.base import FACET_CAP, BrowseKey, LegQuery, MatchSet, PageQuery, TextFields
 from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
 from suli.backends.opensearch_docs import item_to_doc as item_to_doc
+from suli.counting import own_filter_lifted, without_facet_filters
 from suli.models import Filters
-from suli.text import FIELD_WEIGHTS
+from suli.text import (
+    FIELD_WEIGHTS,
+    FUZZY_MIN_CHARS,
+    PREFIX_LENGTH,
+    TWO_EDITS_CHARS,
+    prefix_word,
+    typo_words,
+)
 from suli.visibility import Visibility
 
 _W = FIELD_WEIGHTS
@@ -54,8 +62,8 @@ class TextForm:
 TEXT_FORM = TextForm("content", 0.25)
 
 
-def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
-    """The scoring clause of the text leg. multi_match analyses the text; it never parses
+def exact_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The exact-word clause of the text leg. multi_match analyses the text; it never parses
     query syntax (unlike query_string)."""
     if form.kind == "content":
         fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
@@ -63,6 +71,68 @@ def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> di
             fields.insert(1, f"{TITLE_FIELD[flavour]}^{form.title_boost:g}")
         return {"multi_match": {"query": text, "fields": fields, "type": "most_fields"}}
     return {"multi_match": {"query": text, "fields": TEXT_FIELDS[flavour], "type": form.kind}}
+
+
+# The typo clauses' weight against the exact one (DESIGN 3.12): a word found only through a
+# correction or a prefix ranks below the same word spelt right, and on clean queries the
+# clauses barely move the ranking (bench/RESULTS.md, "Typos": NFCorpus dev nDCG@10).
+TYPO_BOOST = 0.1
+
+
+def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
+    """The lower-weighted clauses that forgive typos: the longer words fuzzy (the edits of
+    suli.text.max_edits, the first letter fixed) and the last word as a prefix. Common words are
+    never fuzzed, and a query of only common words ("plain") has none. Both take only the
+    words the Python side picked (suli.text): nothing of the user's text is syntax.
+
+    Both rewrite to a constant score over every term they reach (bounded by the edits, the
+    fixed first letter and PREFIX_MIN_CHARS), not to the top `max_expansions` terms: the
+    term dictionary spans every workspace, and a top-N cut would let words in items the
+    caller cannot see crowd a visible correction out (tests/contract/rules_typos.py). The
+    typo tier's order then comes from the exact clause and the vector leg, not from BM25."""
+    if flavour == "plain":
+        return []
+    # On the unstemmed fields, as the embedded store corrects against its unstemmed
+    # vocabulary: a typo is an edit of the word, and a stem cut short ("orchestrations" ->
+    # "orchestr") would reach words ("orchestra") the query never came near.
+    fields = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
+
+    def unless_exact(clause: dict[str, Any], word: str) -> dict[str, Any]:
+        # Only where the word itself is absent: an item holding it gains nothing, so the
+        # clauses never tilt a ranking of exact words (towards long words, or the last one).
+        exact = {"multi_match": {"query": word, "fields": fields}}
+        return {"bool": {"must": [clause], "must_not": [exact], "boost": TYPO_BOOST}}
+
+    out: list[dict[str, Any]] = []
+    for word in typo_words(text):
+        fuzzy = {
+            "multi_match": {
+                "query": word,
+                "fields": fields,
+                "type": "most_fields",
+                "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
+                "prefix_length": PREFIX_LENGTH,
+                "fuzzy_transpositions": True,
+                "fuzzy_rewrite": "constant_score",
+            }
+        }
+        out.append(unless_exact(fuzzy, word))
+    last = prefix_word(text)
+    if last is not None:
+        # On the unstemmed field: a half-typed word is a prefix of the word, not of its stem.
+        # `last` is a lower-cased \w+ run: no wildcard or syntax reaches the engine.
+        prefix = {"prefix": {CONTENT_FIELD["plain"]: {"value": last, "rewrite": "constant_score"}}}
+        out.append(unless_exact(prefix, last))
+    return out
+
+
+def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The scoring clause of the text leg: the exact words, or any of the typo clauses."""
+    exact = exact_match(text, flavour, form)
+    typos = typo_clauses(text, flavour)
+    if not typos:
+        return exact
+    return {"bool": {"should": [exact, *typos], "minimum_should_match": 1}}
 
 
 HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
@@ -137,7 +207,26 @@ def filter_clauses(
     vis: Visibility, filters: Filters, regex: str | None = None, *, hidden_ok: bool = False
 ) -> list[dict[str, Any]]:
     """Every filter of a request, visibility first; the same list goes into both legs."""
-    out: list[dict[str, Any]] = [visibility_clause(vis)]
+    out: list[dict[str, Any]] = [visibility_clause(vis), *facet_clauses(filters)]
+    if filters.since or filters.until:
+        rng: dict[str, Any] = {}
+        if filters.since:
+            rng["gte"] = f"{filters.since.isoformat()}||/d"  # start of that UTC day
+        if filters.until:
+            rng["lte"] = f"{filters.until.isoformat()}||/d"  # rounds up: end of that UTC day
+        out.append({"range": {"last_activity_at": rng}})
+    if not (filters.include_hidden or hidden_ok):
+        out.append({"bool": {"must_not": [{"term": {"hidden": True}}]}})
+    if filters.exclude_ids:  # item ids, not storage keys (`_id` is workspace/id)
+        out.append({"bool": {"must_not": [{"terms": {"id": list(filters.exclude_ids)}}]}})
+    if regex:
+        out.append(regex_clause(regex))
+    return out
+
+
+def facet_clauses(filters: Filters) -> list[dict[str, Any]]:
+    """The filters a facet offers values for (suli.counting.FACET_FILTERS), in that order."""
+    out: list[dict[str, Any]] = []
     if filters.kinds:
         out.append({"terms": {"kind": list(filters.kinds)}})
     if filters.outcomes:
@@ -161,19 +250,6 @@ def filter_clauses(
         )
     if filters.tags:
         out.append({"terms": {"tags": list(filters.tags)}})
-    if filters.since or filters.until:
-        rng: dict[str, Any] = {}
-        if filters.since:
-            rng["gte"] = f"{filters.since.isoformat()}||/d"  # start of that UTC day
-        if filters.until:
-            rng["lte"] = f"{filters.until.isoformat()}||/d"  # rounds up: end of that UTC day
-        out.append({"range": {"last_activity_at": rng}})
-    if not (filters.include_hidden or hidden_ok):
-        out.append({"bool": {"must_not": [{"term": {"hidden": True}}]}})
-    if filters.exclude_ids:  # item ids, not storage keys (`_id` is workspace/id)
-        out.append({"bool": {"must_not": [{"terms": {"id": list(filters.exclude_ids)}}]}})
-    if regex:
-        out.append(regex_clause(regex))
     return out
 
 
@@ -389,14 +465,25 @@ def facets_body(
     vis: Visibility, filters: Filters, match: MatchSet | None = None, cap: int = FACET_CAP
 ) -> dict[str, Any]:
     """An exact count and, unless cap is 0, cap + 1 values per facet (the extra one says
-    `more`). Every clause is a filter: nothing is scored."""
-    query: dict[str, Any] = {"bool": {"filter": filter_clauses(vis, filters)}}
+    `more`), counted disjunctively (suli.counting): the query holds the matches under every
+    filter but the facets' own, `post_filter` adds those for the count, and each facet's
+    aggregation adds every facet's filter but its own. Nothing is scored."""
+    base = without_facet_filters(filters)
+    query: dict[str, Any] = {"bool": {"filter": filter_clauses(vis, base)}}
     if match is not None:
-        query = {"bool": {"filter": [match_clause(vis, filters, match)]}}
+        query = {"bool": {"filter": [match_clause(vis, base, match)]}}
     body: dict[str, Any] = {"size": 0, "track_total_hits": True, "query": query}
+    ticked = facet_clauses(filters)
+    if ticked:
+        body["post_filter"] = {"bool": {"filter": ticked}}
     if cap:
+        others = dict(own_filter_lifted(filters))
         body["aggs"] = {
-            name: {"terms": {"field": f, "size": cap + 1}} for name, f in FACET_FIELDS.items()
+            name: {
+                "filter": {"bool": {"filter": facet_clauses(others.get(name, filters))}},
+                "aggs": {"values": {"terms": {"field": f, "size": cap + 1}}},
+            }
+            for name, f in FACET_FIELDS.items()
         }
     return body
 

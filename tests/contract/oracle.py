@@ -7,13 +7,14 @@ shape the expected answer. Deliberately tiny and naive: one loop per question.
 DESIGN.md section 2: a principal sees an item iff the item is in the principal's workspace
 and (it is workspace-wide, or it is on a board whose ACL lists the principal or one of its
 groups, or it is a personal upload whose uploader is that person). Section 3.7: filters.
+Section 3.10: facets, counted disjunctively. Section 3.12: typos.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -156,5 +157,78 @@ def word_hits(items: Iterable[Raw], query: str) -> set[str]:
     for it in items:
         have = set(re.findall(r"\w+", f"{it.get('title', '')} {it.get('body', '')}".lower()))
         if want & have:
+            out.add(it["id"])
+    return out
+
+
+# Section 3.10: which filter narrows which facet (the station facet lists station names).
+FACET_FILTER = {
+    "kind": "kinds",
+    "outcome": "outcomes",
+    "board": "boards",
+    "agent": "agents",
+    "station": "stations",
+    "tag": "tags",
+}
+
+
+def disjunctive_facets(
+    who: Person,
+    acls: Sequence[Acl],
+    items: Sequence[Raw],
+    ask: Ask,
+    matches: Callable[[Raw], bool] = lambda it: True,
+) -> dict[str, dict[str, int]]:
+    """Section 3.10: each facet's counts over the visible items that match the query and pass
+    every filter but that facet's own (facets with no value left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for name, attr in FACET_FILTER.items():
+        lifted = replace(ask, **{attr: ()})
+        pool = [it for it in items if sees(who, acls, it) and passes(it, lifted) and matches(it)]
+        counts = facets(pool).get(name)
+        if counts:
+            out[name] = counts
+    return out
+
+
+def edits(a: str, b: str) -> int:
+    """Edits from a to b: insert, delete, substitute, or swap two neighbours (each one)."""
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(
+                d[i - 1][j] + 1,
+                d[i][j - 1] + 1,
+                d[i - 1][j - 1] + (a[i - 1] != b[j - 1]),
+            )
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def typo_near(query_word: str, word: str) -> bool:
+    """Section 3.12: a word of 5 to 7 letters may be one edit off, of 8 or more two, the first
+    letter right; shorter words must be exact."""
+    n = len(query_word)
+    allowed = 0 if n < 5 else 1 if n < 8 else 2
+    return allowed > 0 and word[:1] == query_word[:1] and edits(query_word, word) <= allowed
+
+
+def typo_hits(items: Iterable[Raw], query: str) -> set[str]:
+    """Items a word search finds through its typo clause: a title or body word near a query
+    word (not a common word), or starting with the query's last word (3+ letters)."""
+    qws = [w for w in re.findall(r"\w+", query.lower()) if w not in _STOPWORDS]
+    last = re.findall(r"\w+", query.lower())[-1:] or [""]
+    prefix = last[0] if len(last[0]) >= 3 and last[0] not in _STOPWORDS else None
+    out = set()
+    for it in items:
+        have = set(re.findall(r"\w+", f"{it.get('title', '')} {it.get('body', '')}".lower()))
+        if any(typo_near(q, w) for q in qws for w in have if w not in _STOPWORDS) or (
+            prefix is not None and any(w.startswith(prefix) for w in have)
+        ):
             out.add(it["id"])
     return out

@@ -291,13 +291,14 @@ class ResultShapeRules:
                 outcome="superseded",
             ),
         ]
-        # "orchestral" shares no stem with itm_s2 ("orchestr" vs "orchestra"): a meaning-only match.
+        # "orchestrations" shares no stem with itm_s2 ("orchestr" vs "orchestra") and is no typo
+        # of a word of it (five edits): a meaning-only match.
         emb = KeyedEmbedder(
             [
                 ("zebra", axis(0)),
                 (items[0], axis(0)),
                 (items[2], axis(0)),
-                ("orchestral", axis(5)),
+                ("orchestrations", axis(5)),
                 (items[1], blend(5, 6, 0.98)),
             ]
         )
@@ -330,11 +331,11 @@ class ResultShapeRules:
             assert "<script>" not in r.snippet and "&lt;script&gt;" in r.snippet
 
     def test_meaning_only_match_shows_its_best_passage(self, shaped: World) -> None:
-        resp = shaped.search("prn_p", "orchestral", explain=True, limit=25)
+        resp = shaped.search("prn_p", "orchestrations", explain=True, limit=25)
         r = next(r for r in resp.results if r.id == "itm_s2")
         assert (
             r.explain is not None and r.explain.text_rank is None
-        )  # "orchestral" is not a word of it
+        )  # "orchestrations" is not a word of it
         assert "<mark>" not in r.snippet
         assert (
             "orchestra sits left" in r.snippet

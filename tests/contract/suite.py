@@ -22,12 +22,14 @@ from suli.models import Principal
 from .helpers import OTHER_WS, WS, MakeSearcher, acl, principal
 from .rules_answers import AnswerRules
 from .rules_bounded import BoundedWorkRules
+from .rules_facets import FacetRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_paging import PagingRules
 from .rules_property import PropertyRules
 from .rules_ranking import FilteredKnnRules, FusionRules, KeepRules, OutcomeRules
 from .rules_related import BadInputRules, RelatedRules
 from .rules_tenants import ExplainRules, TenantRules
+from .rules_typos import TypoRules
 from .rules_visibility import AclChangeRules, VisibilityRules
 
 HASH_A, HASH_B = "a" * 64, "b" * 64
@@ -134,6 +136,8 @@ class ItemIndexContract(
     BoundedWorkRules,
     AnswerRules,
     PagingRules,
+    TypoRules,
+    FacetRules,
 ):
     """The search rules over an ItemIndex; subclasses override `make_searcher` (class scope:
     worlds are shared read-only)."""

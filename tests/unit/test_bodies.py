@@ -9,6 +9,7 @@ from pathlib import Path
 from suli.backends import opensearch_bodies as b
 from suli.backends import opensearch_docs as d
 from suli.backends.base import LegQuery
+from suli.counting import without_facet_filters
 from suli.models import Filters
 from suli.visibility import Visibility
 
@@ -88,11 +89,14 @@ def test_facets_over_a_search_use_the_text_legs_own_query() -> None:
     body = b.facets_body(VIS, FILTERS, match, cap=5)
     [clause] = body["query"]["bool"]["filter"]
     text, ids = clause["bool"]["should"]
-    assert text == b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 0))["query"]
-    assert ids["bool"]["filter"][:-1] == b.filter_clauses(VIS, FILTERS)
+    # Under every filter but the facets' own (counted disjunctively); post_filter adds them.
+    base = without_facet_filters(FILTERS)
+    assert text == b.text_leg(LegQuery(VIS, base, "deploy", None, 0))["query"]
+    assert ids["bool"]["filter"][:-1] == b.filter_clauses(VIS, base)
     assert ids["bool"]["filter"][-1] == {"terms": {"id": ["itm_1", "itm_2"]}}
+    assert body["post_filter"] == {"bool": {"filter": b.facet_clauses(FILTERS)}}
     assert body["track_total_hits"] is True and body["size"] == 0
-    assert {a["terms"]["size"] for a in body["aggs"].values()} == {6}  # cap + 1: says "more"
+    assert {a["aggs"]["values"]["terms"]["size"] for a in body["aggs"].values()} == {6}  # cap + 1
     assert "aggs" not in b.facets_body(VIS, FILTERS, match, cap=0)  # a count only
 
 

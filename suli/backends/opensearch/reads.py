@@ -320,7 +320,9 @@ class Reads(Workspaces):
         values: dict[str, list[tuple[str, int]]] = {}
         more: dict[str, bool] = {}
         for name, agg in (r.get("aggregations") or {}).items():
-            buckets = [(str(b["key"]), int(b["doc_count"])) for b in agg["buckets"]]
+            # Each facet sits in a filter of the other facets' selections (disjunctive counts).
+            got = agg["values"]["buckets"]
+            buckets = [(str(b["key"]), int(b["doc_count"])) for b in got]
             values[name], more[name] = buckets[:cap], len(buckets) > cap
         return Facets(total=int(r["hits"]["total"]["value"]), values=values, more=more)
 

@@ -1,0 +1,162 @@
+"""Typo tolerance on NFCorpus dev: the word leg's nDCG@10 on the clean queries and on a copy
+with one typo each, with the typo clauses off ("before") and on ("after"), and its p50 cost.
+
+    SULI_NFCORPUS=/work/shared/data/nfcorpus python -m bench.typos --backend embedded
+    SULI_OPENSEARCH_URL=http://127.0.0.1:9200 python -m bench.typos --backend opensearch
+
+The typo'd copy (`typo_queries`, fixed seed): in each query one word of 5+ letters gets one
+edit, a swap of two neighbours, a dropped, an inserted or a substituted letter (a query with
+no such word is kept as it is). The word leg alone is measured (depth 100, no vector leg):
+it is where the typo clauses live, and it needs no embedding model to index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import string
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
+from suli.backends import embedded_typos, opensearch_bodies
+from suli.backends.base import Backend, LegQuery
+from suli.core import open_backend
+from suli.embedding import FakeEmbedder
+from suli.evaluation import mean_metrics
+from suli.models import Filters, Principal
+from suli.settings import Settings
+from suli.text import only_common_words, words
+from suli.visibility import visibility_for
+
+SEED = 20261201
+DEPTH = 100
+OPERATIONS = ("swap", "drop", "insert", "substitute")
+
+
+def one_typo(word: str, rnd: random.Random) -> str:
+    """`word` with one edit at a random place after its first letter (the first letter is
+    kept: most typos are, and the typo clauses ask for it)."""
+    op = rnd.choice(OPERATIONS)
+    i = rnd.randrange(1, len(word) - 1) if op == "swap" else rnd.randrange(1, len(word))
+    if op == "swap":
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    if op == "drop":
+        return word[:i] + word[i + 1 :]
+    letter = rnd.choice(string.ascii_lowercase)
+    if op == "insert":
+        return word[:i] + letter + word[i:]
+    return word[:i] + letter + word[i + 1 :]
+
+
+def typo_queries(queries: dict[str, str], seed: int = SEED) -> dict[str, str]:
+    """Each query with one typo in one of its words of 5+ letters (by query id order)."""
+    rnd = random.Random(seed)
+    out = {}
+    for qid in sorted(queries):
+        ws = words(queries[qid])
+        long = [w for w in ws if len(w) >= 5 and w.isalpha()]
+        if not long:
+            out[qid] = " ".join(ws)
+            continue
+        target = rnd.choice(long)
+        typo = one_typo(target, rnd)
+        out[qid] = " ".join(typo if w == target else w for w in ws)
+    return out
+
+
+@contextmanager
+def typo_clauses_off() -> Iterator[None]:
+    """The word leg as it was before the typo clauses: exact words only."""
+    with (
+        mock.patch.object(opensearch_bodies, "typo_clauses", lambda text, flavour: []),
+        mock.patch.object(
+            embedded_typos,
+            "text_match",
+            lambda c, vis, text, flavour: embedded_typos.TextMatch(
+                embedded_typos.match_expression(text, flavour), None
+            ),
+        ),
+    ):
+        yield
+
+
+def word_leg(backend: Backend, queries: dict[str, str]) -> tuple[dict[str, list[str]], float]:
+    """Each query's word-leg ranking and the p50 time of one leg, in ms."""
+    vis = visibility_for(Principal("prn_bench", WORKSPACE), [])
+    runs, took = {}, []
+    for qid, text in queries.items():
+        flavour = "plain" if only_common_words(text) else "stemmed"
+        t0 = time.perf_counter()
+        legs = backend.search(LegQuery(vis, Filters(), text, None, DEPTH, flavour))
+        took.append((time.perf_counter() - t0) * 1000)
+        assert not legs.errors, legs.errors
+        runs[qid] = [h.id for h in legs.text]
+    return runs, statistics.median(took)
+
+
+def ensure_indexed(backend: Backend) -> None:
+    items = load_items()
+    if backend.count() == len(items):
+        return
+    emb = FakeEmbedder(backend.dimension)  # the word leg is measured: any vector will do
+    for start in range(0, len(items), 500):
+        chunk = items[start : start + 500]
+        vecs = emb.embed_documents([i.embed_text() for i in chunk])
+        out = backend.upsert([(it, vecs[n]) for n, it in enumerate(chunk)])
+        assert not out.rejected, out.rejected
+    backend.refresh()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--backend", choices=["embedded", "opensearch"], default="embedded")
+    ap.add_argument("--db", default="/tmp/suli-bench-typos.db")
+    ap.add_argument("--alias", default="bench-typos")
+    ap.add_argument("--split", default="dev")
+    args = ap.parse_args(argv)
+    settings = Settings(
+        backend=args.backend,
+        embedded_path=Path(args.db),
+        index_alias=args.alias,
+        acl_index=f"{args.alias}-acl",
+        embedder="fake",
+    )
+    backend = open_backend(settings, FakeEmbedder(64))
+    ensure_indexed(backend)
+    qrels = load_qrels(args.split)
+    clean = load_queries(set(qrels))
+    typod = typo_queries(clean)
+    report: dict[str, Any] = {
+        "backend": args.backend,
+        "split": args.split,
+        "queries": len(clean),
+        "changed": sum(1 for q in clean if " ".join(words(clean[q])) != typod[q]),
+        "seed": SEED,
+    }
+    for name, queries in (("clean", clean), ("typo", typod)):
+        with typo_clauses_off():
+            before, p50_before = word_leg(backend, queries)
+        after, p50_after = word_leg(backend, queries)
+        report[name] = {
+            "ndcg@10 before": round(mean_metrics(before, qrels)["ndcg@10"], 4),
+            "ndcg@10 after": round(mean_metrics(after, qrels)["ndcg@10"], 4),
+            "p50 ms before": round(p50_before, 2),
+            "p50 ms after": round(p50_after, 2),
+        }
+    report["recovered"] = round(
+        report["typo"]["ndcg@10 after"] / report["clean"]["ndcg@10 after"], 3
+    )
+    print(json.dumps(report, indent=2))
+    backend.close()
+    return report
+
+
+if __name__ == "__main__":
+    main()
