@@ -29,7 +29,7 @@ from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_v
 from suli.backends import keys
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, text_leg, vector_leg
+from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, highlight, text_leg, vector_leg
 from suli.embedding import build_embedder
 from suli.models import Filters, SearchRequest
 from suli.service import Searcher
@@ -113,7 +113,8 @@ def hybrid_body(
                 "queries": [text_body["query"], vector_leg(q, ef_search)["query"]],
             }
         },
-        "highlight": text_body["highlight"],  # Suli's own highlight block
+        # Suli's own highlight block (the one its page fetch sends for the page's text hits)
+        "highlight": highlight(text_body["query"], fields),
     }
 
 

@@ -8,9 +8,11 @@ Sides, each the text leg body Suli builds (same visibility filter, depth, highli
   fields, as mapping v3 scored them; the fields still exist in v4), with no exact count: the
   leg as it was;
 - `no_count`: as sent, without the exact count (track_total_hits false);
-- `no_highlight`: as sent, without the highlight block (the snippets' cost).
+- `highlighted`: as sent, plus `_source` and the highlight block the legs carried before they
+  became lean (what moving the snippets to the page fetch saved). Raw files of 2026-12-01
+  before that change call the opposite side `no_highlight` (then the leg as sent highlighted).
 With `--compare INDEX` (an index of the same items built with another mapping, e.g. offsets in
-the postings), `suli` and `no_highlight` also run against that index, interleaved with the rest.
+the postings), `suli` and `highlighted` also run against that index, interleaved with the rest.
 Queries are real NFCorpus questions (bench.clustered.queries); the principal sees 30 %.
 Reported: the node's `took` and the client's wall time, p50/p99, and ratios to `v3_form`.
 """
@@ -30,7 +32,7 @@ from bench.clustered import DIM, MODEL, WORKSPACE, queries
 from bench.overhead import pct
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import TextForm, text_leg
+from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, TextForm, highlight, text_leg
 from suli.models import Filters, Principal
 from suli.settings import Settings
 from suli.text import only_common_words
@@ -47,12 +49,12 @@ def sides() -> dict[str, Callable[[LegQuery], dict[str, Any]]]:
     def no_count(q: LegQuery) -> dict[str, Any]:
         return text_leg(q)
 
-    def no_highlight(q: LegQuery) -> dict[str, Any]:
-        body = suli(q)
-        body.pop("highlight")
-        return body
+    def highlighted(q: LegQuery) -> dict[str, Any]:
+        assert q.text is not None
+        return {**suli(q), "_source": {"excludes": SOURCE_EXCLUDES},
+                "highlight": highlight(suli(q)["query"], q.text_fields)}  # fmt: skip
 
-    return {"v3_form": v3_form, "suli": suli, "no_count": no_count, "no_highlight": no_highlight}
+    return {"v3_form": v3_form, "suli": suli, "no_count": no_count, "highlighted": highlighted}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -85,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     fns = sides()
     index = {k: args.alias for k in fns}
     if args.compare:
-        for side in ("suli", "no_highlight"):
+        for side in ("suli", "highlighted"):
             fns[f"{side}@compare"] = fns[side]
             index[f"{side}@compare"] = args.compare
     took: dict[str, list[float]] = {k: [] for k in fns}

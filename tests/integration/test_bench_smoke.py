@@ -146,9 +146,9 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         "v3_form",
         "suli",
         "no_count",
-        "no_highlight",
+        "highlighted",
         "suli@compare",
-        "no_highlight@compare",
+        "highlighted@compare",
     }
     assert all(s["took_p50_ms"] >= 0 and s["wall_p50_ms"] > 0 for s in forms["sides"].values())
     assert report["errors"] == []
