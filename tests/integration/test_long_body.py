@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,13 +75,19 @@ def test_a_search_matching_a_body_past_the_highlight_limit_answers_whole(
 def test_a_leg_the_engine_refuses_is_reported_as_refused_not_unavailable(
     searcher: Searcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A highlight bound past the index's own: the engine refuses every such request.
-    monkeypatch.setattr(bodies, "HIGHLIGHT_MAX_OFFSET", 2_000_000)
+    # A text leg past the index's result window: the engine refuses it in its query phase,
+    # every time (the legs carry no highlight any more, so the highlight bound cannot be it).
+    text_leg = bodies.text_leg
+
+    def oversized(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {**text_leg(*args, **kwargs), "size": 20_000}  # max_result_window is 10,000
+
+    monkeypatch.setattr(bodies, "text_leg", oversized)
     who = searcher.principal("prn_a")
     hybrid = searcher.search(who, search_request("lighthouse logbook"))
     (why,) = hybrid.degraded
     assert why.leg == "text" and why.reason.startswith("refused by OpenSearch (status 400")
-    assert "max_analyzer_offset" in why.reason
+    assert "window is too large" in why.reason
     assert [r.id for r in hybrid.results][:1] == ["itm_long"]  # the vector leg still answers
     with pytest.raises(SuliError, match="refused the search") as caught:
         searcher.search(who, search_request("lighthouse logbook", mode="text"))

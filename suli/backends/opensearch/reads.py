@@ -27,7 +27,7 @@ from suli.backends.base import (
 )
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
 from suli.backends.opensearch.workspaces import Workspaces
-from suli.errors import InvalidInput, SuliError
+from suli.errors import BackendUnavailable, InvalidInput, SuliError
 from suli.models import Filters, Item
 from suli.visibility import Visibility
 
@@ -182,6 +182,13 @@ class Reads(Workspaces):
 
         try:
             got = self._read_many(query.vis, make, "page")
+            if _partial(got):
+                # Some shard copies did not answer (a node restarting, its copies moving): the
+                # missing items would pass for items made invisible, and the page would drop
+                # them. Asked once more; still partial, the page fails rather than lose them.
+                got = self._read_many(query.vis, make, "page")
+                if why := _partial(got):
+                    raise BackendUnavailable(f"the page fetch was partial: {why}")
         except opensearchpy.RequestError:
             if query.text is None or not query.highlight_ids:
                 raise
@@ -358,3 +365,14 @@ class Reads(Workspaces):
                 return
             yield from (docs.doc_to_item(h["_source"]) for h in hits)
             body["search_after"] = hits[-1]["sort"]
+
+
+def _partial(responses: list[dict[str, Any]]) -> str | None:
+    """Why an answer holds only some shards' hits (failed or timed out), else None."""
+    for r in responses:
+        shards = r.get("_shards") or {}
+        if shards.get("failed"):
+            return f"{shards['failed']} of {shards.get('total', '?')} shards failed"
+        if r.get("timed_out"):
+            return "a shard timed out"
+    return None
