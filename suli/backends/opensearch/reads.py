@@ -181,14 +181,7 @@ class Reads(Workspaces):
             return out
 
         try:
-            got = self._read_many(query.vis, make, "page")
-            if _partial(got):
-                # Some shard copies did not answer (a node restarting, its copies moving): the
-                # missing items would pass for items made invisible, and the page would drop
-                # them. Asked once more; still partial, the page fails rather than lose them.
-                got = self._read_many(query.vis, make, "page")
-                if why := _partial(got):
-                    raise BackendUnavailable(f"the page fetch was partial: {why}")
+            got = self._page_answers(query.vis, make)
         except opensearchpy.RequestError:
             if query.text is None or not query.highlight_ids:
                 raise
@@ -204,6 +197,29 @@ class Reads(Workspaces):
             highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
         seen = frozenset(h["_source"]["id"] for h in got[1]["hits"]["hits"]) if wanted else None
         return Page(items, highlights, seen or frozenset())
+
+    def _page_answers(
+        self, vis: Visibility, make: Callable[[Visibility], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """The page's `_msearch`, whole. Shard copies that did not answer (a node restarting,
+        its copies moving) would make their items pass for items made invisible, and the page
+        would drop them: such an answer, partial or failed, is asked again after a short pause
+        (PAGE_RETRY_PAUSES_S), and still failing it fails the page rather than lose items."""
+        for pause in (*PAGE_RETRY_PAUSES_S, None):
+            try:
+                got = self._read_many(vis, make, "page")
+            except BackendUnavailable:
+                if pause is None:
+                    raise
+            else:
+                why = _partial(got)
+                if why is None:
+                    return got
+                if pause is None:
+                    raise BackendUnavailable(f"the page fetch was partial: {why}")
+            log.warning("the page fetch found shard copies not answering; asking again")
+            time.sleep(pause)
+        raise AssertionError("unreachable")
 
     def _read(
         self,
@@ -365,6 +381,11 @@ class Reads(Workspaces):
                 return
             yield from (docs.doc_to_item(h["_source"]) for h in hits)
             body["search_after"] = hits[-1]["sort"]
+
+
+# Pauses before the page fetch is asked again: a shard copy moving to another node answers
+# again within a second or so; the legs of the same search had just answered.
+PAGE_RETRY_PAUSES_S = (0.25, 1.0)
 
 
 def _partial(responses: list[dict[str, Any]]) -> str | None:
