@@ -6,7 +6,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -339,3 +339,44 @@ def assert_error_shape(
     if field is not None:
         assert err["field"] == field, err
     return err  # type: ignore[no-any-return]
+
+
+# ---- guarded servers -----------------------------------------------------------------------
+
+
+def guarded_servers(default_app: Callable[..., Any]) -> Iterator[Callable[..., int]]:
+    """Fixture body: a factory of guarded servers (app, limits) on free loopback ports, each
+    returning its port; every server is stopped at the end."""
+    import threading
+
+    import uvicorn
+
+    from app.server import GuardedH11Protocol, ServeConfig
+
+    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+
+    def start(app: Callable[..., Any] | None = None, **limits: Any) -> int:
+        limits = {"max_connections": 100, "header_timeout_s": 10.0, "body_timeout_s": 30.0,
+                  **limits}  # fmt: skip
+        config = ServeConfig(
+            app or default_app,
+            host="127.0.0.1",
+            port=0,
+            http=GuardedH11Protocol,
+            log_level="warning",
+            **limits,
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        servers.append((server, thread))
+        return int(server.servers[0].sockets[0].getsockname()[1])
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(10)

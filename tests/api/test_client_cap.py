@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
-from app.server import LINGER_S, GuardedH11Protocol, ServeConfig, build_config, per_client_cap
+from app.server import LINGER_S, build_config, per_client_cap
 from suli.settings import Settings
+
+from .helpers import guarded_servers
 
 App = Callable[..., Any]
 
@@ -49,32 +49,7 @@ async def _refuse_unread(
 @pytest.fixture
 def guarded() -> Iterator[Callable[..., int]]:
     """Factory: a guarded server on a free loopback port with the given app and limits."""
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
-
-    def start(app: App = _ok, **limits: Any) -> int:
-        limits = {
-            "max_connections": 100,
-            "header_timeout_s": 10.0,
-            "body_timeout_s": 30.0,
-            **limits,
-        }
-        config = ServeConfig(
-            app, host="127.0.0.1", port=0, http=GuardedH11Protocol, log_level="warning", **limits
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        servers.append((server, thread))
-        return int(server.servers[0].sockets[0].getsockname()[1])
-
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(10)
+    yield from guarded_servers(_ok)
 
 
 def _connect(port: int, source: str = "127.0.0.1", data: bytes = b"") -> socket.socket:

@@ -10,15 +10,15 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
-from app.server import GuardedH11Protocol, ServeConfig, fd_budget, logging_config
+from app.server import fd_budget, logging_config
+
+from .helpers import guarded_servers
 
 
 async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
@@ -34,33 +34,8 @@ async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable
 
 @pytest.fixture
 def guarded() -> Iterator[Callable[..., int]]:
-    """Factory: a guarded server on a free loopback port with the given limits; its port."""
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
-
-    def start(**limits: Any) -> int:
-        limits = {
-            "max_connections": 100,
-            "header_timeout_s": 10.0,
-            "body_timeout_s": 30.0,
-            **limits,
-        }
-        config = ServeConfig(
-            _ok, host="127.0.0.1", port=0, http=GuardedH11Protocol, log_level="warning", **limits
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        servers.append((server, thread))
-        return int(server.servers[0].sockets[0].getsockname()[1])
-
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(10)
+    """Factory: a guarded server on a free loopback port with the given app and limits."""
+    yield from guarded_servers(_ok)
 
 
 def _connect(port: int, data: bytes = b"") -> socket.socket:
