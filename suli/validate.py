@@ -59,7 +59,8 @@ def _first_error(e: ValidationError) -> InvalidInput:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    # Schemas are built on first use: `suli search` imports this module for its limits only.
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
 
 class StationIn(_Strict):
