@@ -314,6 +314,7 @@ def run_levels(
     pipeline: str = PIPELINE,
     rank_constant: int = 60,
     timeout: float = 60.0,
+    native: bool = True,
 ) -> dict[str, Any]:
     """Closed-loop throughput of Suli HTTP search and OpenSearch's native hybrid query, per level.
 
@@ -331,6 +332,7 @@ def run_levels(
         into `blocks` alternating blocks, each after `warmup` seconds unmeasured.
     depth, limit: candidates per leg and results per answer, as the Suli service uses.
     pipeline, rank_constant: the RRF search pipeline, (re)written on the nodes first.
+    native: False measures Suli alone (nodes without neural-search, e.g. the 3.5 line here).
 
     Before the levels every query goes once to each side (see prime): Suli's service then
     answers from its query-vector cache, as the native side is handed its vectors. That cache
@@ -349,32 +351,34 @@ def run_levels(
     if seconds <= 0 or warmup < 0 or blocks < 1:
         raise ValueError("seconds must be > 0, warmup >= 0 and blocks >= 1")
     os_urls = [os_url] if isinstance(os_url, str) else list(os_url)
-    client = OpenSearch(os_urls, timeout=60)
-    try:
-        put_rrf_pipeline(client, pipeline, rank_constant)
-    finally:
-        client.close()
+    names = SIDES if native else tuple(n for n in SIDES if n == "suli_http")
+    if native:
+        client = OpenSearch(os_urls, timeout=60)
+        try:
+            put_rrf_pipeline(client, pipeline, rank_constant)
+        finally:
+            client.close()
     sides = build_sides(
         suli_url, token, os_urls, index, queries, vectors, visibility, depth, limit, pipeline
     )
-    primed = {name: prime(sides[name], timeout) for name in SIDES}
+    primed = {name: prime(sides[name], timeout) for name in names}
     per_block = seconds / blocks
     rows = []
     for li, clients in enumerate(levels):
         load_before = os.getloadavg()[0]
-        tallies: dict[str, list[_Tally]] = {name: [] for name in SIDES}
-        elapsed = dict.fromkeys(SIDES, 0.0)
+        tallies: dict[str, list[_Tally]] = {name: [] for name in names}
+        elapsed = dict.fromkeys(names, 0.0)
         for b in range(blocks):
             # A B | B A, and the next level B A | A B: neither side always runs first.
-            order = SIDES if (li + b) % 2 == 0 else SIDES[::-1]
+            order = names if (li + b) % 2 == 0 else names[::-1]
             for name in order:
                 got, took = run_block(sides[name], clients, per_block, warmup, timeout)
                 tallies[name] += got
                 elapsed[name] += took
         row: dict[str, Any] = {"clients": clients}
-        for name in SIDES:
+        for name in names:
             row[name] = summarise(tallies[name], elapsed[name])
-        native_qps = row["native_hybrid"]["qps"]
+        native_qps = row["native_hybrid"]["qps"] if native else None
         row["qps_ratio_suli_over_native"] = (
             round(row["suli_http"]["qps"] / native_qps, 3) if native_qps else None
         )
@@ -392,7 +396,7 @@ def run_levels(
         # Errors of the one pass over every query before the levels (see prime).
         "prime_errors": primed,
         "levels": rows,
-        "client_cpu_s": round(sum(r[name]["client_cpu_s"] for r in rows for name in SIDES), 3),
+        "client_cpu_s": round(sum(r[name]["client_cpu_s"] for r in rows for name in names), 3),
     }
 
 

@@ -24,9 +24,12 @@ def concurrency(run: SizeRun) -> dict[str, Any]:
     env = {"SULI_OPENSEARCH_URL": run.url, "SULI_INDEX_ALIAS": run.alias,
            "SULI_ACL_INDEX": run.settings.acl_index,
            "SULI_MEANING_FLOOR": str(run.settings.meaning_floor)}  # fmt: skip
+    # Without neural-search (not served for 3.x here) Suli is measured alone.
+    plugins = {p["component"] for p in run.client.cat.plugins(format="json")}
+    native = "opensearch-neural-search" in plugins
     with closed_loop.suli_service(env, workers=run.args.serve_workers) as suli_url:
         return dict(closed_loop.run_levels(
             suli_url, token, run.url.split(","), run.alias, texts, vecs, vis,
             levels=tuple(run.args.levels), seconds=run.args.concurrency_seconds,
-            depth=run.settings.candidate_depth,
+            depth=run.settings.candidate_depth, native=native,
         ))  # fmt: skip

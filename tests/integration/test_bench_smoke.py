@@ -180,6 +180,30 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert "skipped" in rows["growth"]  # one size: nothing to grow from
 
 
+def test_scale_cluster_concurrency_measures_suli_alone_without_neural_search(
+    opensearch_url: str, tmp_path: Path
+) -> None:
+    """The test node has no neural-search (the 3.5 line here has none): the concurrency phase
+    measures `suli serve` alone, with no native side and no ratio, instead of failing."""
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    try:
+        report = scale_cluster.main(
+            ["--url", opensearch_url, "--sizes", "300", "--replicas", "0", "--prefix", prefix,
+             "--data-root", str(tmp_path / "data"), "--centres", "10", "--queries", "4",
+             "--phases", "load", "concurrency", "--levels", "1", "--concurrency-seconds", "1",
+             "--serve-workers", "1", "--out", str(tmp_path / "rows.jsonl")]
+        )  # fmt: skip
+    finally:
+        OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
+    assert report["errors"] == []
+    row = {r["phase"]: r for r in report["rows"]}["concurrency"]
+    assert row["prime_errors"] == {"suli_http": {}}
+    (level,) = row["levels"]
+    assert "native_hybrid" not in level and level["qps_ratio_suli_over_native"] is None
+    got = level["suli_http"]
+    assert got["errors"] == 0 and got["ok"] == got["requests"] > 0 and got["qps"] > 0
+
+
 def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
     neural_search_cluster: devcluster.Cluster,
 ) -> None:
