@@ -203,3 +203,30 @@ def test_why_derived_source_stays_off_a_cleared_scroll_breaks_reads_on_3_5(
     name = _vectors_index(client, derived=True)
     with pytest.raises(TransportError, match=r"search_phase_execution_exception|already_closed"):
         _read_vectors_after_a_cleared_scroll(client, name)
+
+
+def _read_vectors_after_a_closed_pit(client: OpenSearch, name: str) -> list[list[float]]:
+    # The same in-order page as the scroll above, through a point in time instead.
+    pit = client.create_pit(index=name, params={"keep_alive": "1m"})["pit_id"]
+    body = {"size": 10, "sort": ["_doc"], "pit": {"id": pit, "keep_alive": "1m"}}
+    client.search(body=body)
+    client.delete_pit(body={"pit_id": [pit]})
+    hits = client.search(index=name, body={"size": 20, "sort": ["_doc"]})["hits"]["hits"]
+    return [h["_source"]["vector"] for h in hits]
+
+
+def test_derived_source_survives_a_closed_point_in_time_but_not_a_server_reindex(
+    client: OpenSearch,
+) -> None:
+    # What a move to derived source would need (docs/operations.md): the reads Suli makes
+    # through a point in time leave the index readable, while the engine's own `_reindex`
+    # (it scrolls inside) breaks its source index as a cleared scroll does, and `suli reindex`
+    # runs `_reindex` with queries still served from the source.
+    name = _vectors_index(client, derived=True)
+    assert _read_vectors_after_a_closed_pit(client, name) == [_vector(n) for n in range(20)]
+    client.reindex(body={"source": {"index": name}, "dest": {"index": f"{name}-copy"}},
+                   params={"refresh": "true"})  # fmt: skip
+    copy = client.search(index=f"{name}-copy", body={"size": 20, "sort": ["_doc"]})
+    assert len(copy["hits"]["hits"]) == 20
+    with pytest.raises(TransportError, match=r"search_phase_execution_exception|already_closed"):
+        client.search(index=name, body={"size": 20, "sort": ["_doc"]})
