@@ -44,7 +44,9 @@ WHO = Principal("prn_tok", WS, "person", ("grp_a",))
 def vocabulary(n: int = 400, seed: int = 7) -> list[str]:
     rnd = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    return sorted({"".join(rnd.choice(letters) for _ in range(rnd.randint(4, 9))) for _ in range(n)})
+    return sorted(
+        {"".join(rnd.choice(letters) for _ in range(rnd.randint(4, 9))) for _ in range(n)}
+    )
 
 
 def build(url: str, name: str, n_items: int) -> tuple[Searcher, list[str]]:
@@ -184,9 +186,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "round_trips": trips,
         "latency": summarise(times, "core"),
         "cpu_ms_per_call": {n: round(cpu[n] / len(times[n]) * 1000, 3) for n in names},
-        "invalid_vs_valid_p50": round(
-            summarise(times, "http_get")["http_invalid"]["p50_ratio"], 3
-        ),
+        "invalid_vs_valid_p50": round(summarise(times, "http_get")["http_invalid"]["p50_ratio"], 3),
         "invalid_matching_vs_missing_p50": round(
             summarise(times, "http_invalid_miss")["http_invalid"]["p50_ratio"], 3
         ),
