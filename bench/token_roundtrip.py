@@ -4,15 +4,17 @@
 
 A small index of its own (synthetic items from a 400-word vocabulary, FakeEmbedder: the
 benchmark measures the search path, not the model), one principal with two boards. Sides, run
-interleaved query by query with the order rotating each round (machine noise hits all alike):
+interleaved query by query in a fresh random order each time (machine noise hits all alike):
 
   core          Searcher.search (the CLI's and MCP's path): legs, then the page
   http_get      GET /api/v1/search: the token read inside the legs' `_msearch`, then the page
   http_post     POST /api/v1/search: the token read first (before the body), then legs, page;
                 what GET cost before this change
   http_invalid  GET with an unknown token: 401 (one `_msearch` whose lookups find nothing)
-  http_invalid_miss  the same with words no item holds (an unknown token's time may not
-                depend on what the items hold)
+  http_invalid_miss  the same words reversed, which no item holds (an unknown token's time
+                should not depend on what the items hold)
+  http_post_invalid(_miss)  the same two, the token read first and alone (POST): the 401 of
+                GET before this change
 
 Reports p50/p99 per side and its ratio to `core`, the CPU seconds of this process (client and
 the uvicorn server thread) per side, and the round trips each side sends.
@@ -151,8 +153,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         assert r.status_code == 401, r.text
         return r
 
-    def http_invalid_miss(q: str) -> Any:  # words no item holds: the time may not differ
-        return http_invalid("zzqx " + q.replace(" ", "qz "))
+    def http_invalid_miss(q: str) -> Any:  # the same words reversed (no item holds them)
+        return http_invalid(" ".join(w[::-1] for w in q.split()))
+
+    def http_post_invalid(q: str) -> Any:  # the token read first, alone: the old GET's 401
+        r = client.post("/api/v1/search", json={"q": q, "limit": 10}, headers=bad)
+        assert r.status_code == 401, r.text
+        return r
+
+    def http_post_invalid_miss(q: str) -> Any:
+        return http_post_invalid(" ".join(w[::-1] for w in q.split()))
 
     sides: dict[str, Callable[[str], Any]] = {
         "core": core,
@@ -160,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "http_post": http_post,
         "http_invalid": http_invalid,
         "http_invalid_miss": http_invalid_miss,
+        "http_post_invalid": http_post_invalid,
+        "http_post_invalid_miss": http_post_invalid_miss,
     }
     same = [r["id"] for r in http_get(queries[0]).json()["results"]]
     assert same == [r.id for r in core(queries[0]).results]  # one search, two doors
@@ -170,10 +182,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     names = list(sides)
     times: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, float] = dict.fromkeys(names, 0.0)
-    for r in range(args.rounds):
-        for qi, q in enumerate(queries):
-            shift = (r + qi) % len(names)
-            for n in names[shift:] + names[:shift]:
+    order = random.Random(5)
+    for _ in range(args.rounds):
+        for q in queries:
+            # A fresh random order each time: with a rotation each side would always follow
+            # the same other side, and its after-effects (the node still busy) would count.
+            for n in order.sample(names, len(names)):
                 c0, t0 = time.process_time(), time.perf_counter()
                 sides[n](q)
                 times[n].append(time.perf_counter() - t0)
@@ -189,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "invalid_vs_valid_p50": round(summarise(times, "http_get")["http_invalid"]["p50_ratio"], 3),
         "invalid_matching_vs_missing_p50": round(
             summarise(times, "http_invalid_miss")["http_invalid"]["p50_ratio"], 3
+        ),
+        "post_invalid_matching_vs_missing_p50": round(
+            summarise(times, "http_post_invalid_miss")["http_post_invalid"]["p50_ratio"], 3
         ),
     }
     return out
