@@ -11,10 +11,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app import logs
 from app.runtime import Runtime, run_blocking
 from app.schemas import FacetsQuery
-from app.tokens import client_address, session_for
+from app.tokens import client_address, search_for, session_for
 from suli.backends.base import Session
 from suli.errors import Forbidden, InvalidInput, Unauthorized
-from suli.models import BoardAcl, Principal
+from suli.models import BoardAcl, Principal, SearchRequest, SearchResponse
 from suli.service import Deadline, Searcher
 from suli.settings import Settings
 
@@ -126,6 +126,38 @@ async def get_caller(
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+@dataclass(frozen=True)
+class Bearer:
+    """A bearer token not yet looked up (a search reads it in its own request), and the
+    address presenting it."""
+
+    token: str
+    address: str
+
+
+async def get_bearer(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Bearer:
+    """The bearer token, 401 when there is none; no round trip (see search_as)."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized(MISSING_TOKEN)
+    return Bearer(credentials.credentials, client_address(request.scope))
+
+
+BearerDep = Annotated[Bearer, Depends(get_bearer)]
+
+
+async def search_as(
+    runtime: Runtime, who: Bearer, req: SearchRequest, deadline: Deadline
+) -> tuple[Principal, SearchResponse]:
+    """The search of the token's principal, the token read in the search's own request where
+    the backend allows; the same 401 / 429 rules as get_caller, applied before any hit is read."""
+    principal, resp = await search_for(runtime, who.token, who.address, deadline, req)
+    logs.note(principal=principal.id)
+    return principal, resp
 
 
 async def get_principal(caller: CallerDep) -> Principal:

@@ -7,7 +7,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 
 from app import schemas
-from app.deps import CallerDep, DeadlineDep, PrincipalDep, RuntimeDep, SearcherDep
+from app.deps import (
+    Bearer,
+    BearerDep,
+    Caller,
+    CallerDep,
+    DeadlineDep,
+    PrincipalDep,
+    RuntimeDep,
+    SearcherDep,
+    search_as,
+)
 from app.respond import Timer, finish_search
 from app.runtime import run_blocking
 from app.schemas import (
@@ -39,17 +49,23 @@ def _request(
 
 async def _search(
     params: SearchQuery | schemas.SearchRequest,
-    caller: CallerDep,
+    caller: Caller | Bearer,
     searcher: SearcherDep,
     deadline: DeadlineDep,
     runtime: RuntimeDep,
     response: Response,
 ) -> dict[str, Any]:
+    """`caller`: a token already read (POST: checked before its body), else the token alone,
+    read in the search's own request."""
     req = _request(params, runtime.settings)
-    resp = await run_blocking(
-        searcher.search, caller.principal, req, deadline, caller.acls, deadline=deadline
-    )
-    principal_id = caller.principal.id
+    if isinstance(caller, Bearer):
+        principal, resp = await search_as(runtime, caller, req, deadline)
+    else:
+        principal = caller.principal
+        resp = await run_blocking(
+            searcher.search, principal, req, deadline, caller.acls, deadline=deadline
+        )
+    principal_id = principal.id
     return finish_search(
         response_json(resp),
         response,
@@ -69,7 +85,7 @@ async def _search(
 )
 async def search_get(
     params: Annotated[SearchQuery, Query()],
-    caller: CallerDep,
+    caller: BearerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
     runtime: RuntimeDep,

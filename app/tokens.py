@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.runtime import Runtime, run_blocking
-from suli.auth import open_session
+from suli.auth import checked, hash_token, open_session
 from suli.backends.base import Session
 from suli.errors import Unauthorized
+from suli.models import Principal, SearchRequest, SearchResponse
 from suli.service import Deadline
 
 
@@ -40,4 +41,33 @@ async def session_for(
         )
     except Unauthorized:
         runtime.bad_tokens.check(address)  # RateLimited once this address is past its budget
+        raise
+
+
+async def search_for(
+    runtime: Runtime, token: str, address: str, deadline: Deadline, req: SearchRequest
+) -> tuple[Principal, SearchResponse]:
+    """A search by a bearer token not yet looked up: the session is read in the same request
+    as the search where the backend allows (Searcher.search_by_token), and held to the same
+    rules as session_for's before any hit is read: Unauthorized (counted against a guessing
+    address, RateLimited past its budget), then the principal's rate limit."""
+    runtime.bad_tokens.peek(address)
+    searcher = runtime.built
+    if searcher is None:
+        searcher = await run_blocking(runtime.searcher, deadline=deadline)
+
+    def admit(session: Session | None) -> Session:
+        opened = checked(session)
+        assert opened.principal is not None
+        runtime.limiter.check(opened.principal.id)
+        return opened
+
+    built = searcher
+    try:
+        return await run_blocking(
+            lambda: built.search_by_token(hash_token(token), req, admit, deadline),
+            deadline=deadline,
+        )
+    except Unauthorized:
+        runtime.bad_tokens.check(address)
         raise

@@ -45,7 +45,13 @@ def open_session(backend: Directory, token: str | None, *, admin: bool = False) 
     (one round trip on OpenSearch); Unauthorized / Forbidden otherwise."""
     if not token:
         raise Unauthorized("missing bearer token")
-    session = backend.session(hash_token(token))
+    return checked(backend.session(hash_token(token)), admin=admin)
+
+
+def checked(session: Session | None, *, admin: bool = False) -> Session:
+    """The session a token opened, or Unauthorized (unknown, revoked, principal gone) /
+    Forbidden (not an admin token where one is needed): the rule wherever a session is read,
+    first or inside a search (Searcher.search_by_token)."""
     if session is None:
         raise Unauthorized("unknown or revoked token")
     if session.principal is None:

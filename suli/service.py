@@ -18,6 +18,7 @@ from suli.backends.base import (
     LegResults,
     MatchSet,
     PageQuery,
+    Session,
 )
 from suli.counting import Relation, search_total
 from suli.cursor import TOO_DEEP, Position, Window, browse_after, text_window
@@ -132,6 +133,49 @@ class Searcher:
         with deadline.in_force():  # every backend call below ends by the deadline
             return self._answer(principal, req, deadline, acls)
 
+    def search_by_token(
+        self,
+        token_hash: str,
+        req: SearchRequest,
+        admit: Callable[[Session | None], Session],
+        deadline: Deadline | None = None,
+    ) -> tuple[Principal, SearchResponse]:
+        """A search by a caller known only by its token's hash (the API's), and its principal.
+
+        Where the backend can (Directory.token_visibility), the token, its principal and the
+        boards are read by the engine inside the request of both legs: one round trip less.
+        `admit` decides on the session that request found (Unauthorized, RateLimited) before
+        any hit is read; an unknown or revoked token's lookups find no document, so its legs
+        match nothing. A browse, a cursor (checked against the caller before any search work)
+        or a backend that cannot read the session first, then search as `search` does."""
+        deadline = deadline or Deadline(self.settings.deadline_s)
+        with deadline.in_force():
+            vis = None
+            if words(req.query) and not req.cursor:
+                vis = self.backend.token_visibility(token_hash)
+            if vis is None:
+                session = admit(self.backend.session(token_hash))
+                assert session.principal is not None
+                resp = self._answer(session.principal, req, deadline, session.acls)
+                return session.principal, resp
+            ph = Phases()
+            ph.ms["acl"] = 0.0  # no read of its own: the engine reads the token with the legs
+            embedding = None
+            if req.mode != "text":
+                embedding = _EMBED_POOL.submit(self.embedder.embed_query, req.query)
+            holder: list[Principal] = []
+
+            def admitted(legs: LegResults) -> tuple[Principal, Visibility]:
+                session = admit(legs.session)
+                assert session.principal is not None and legs.vis is not None
+                holder.append(session.principal)
+                return session.principal, legs.vis
+
+            resp = self._search(
+                None, vis, req, deadline, ph, req.query, embedding=embedding, admit=admitted
+            )
+            return holder[0], resp
+
     def _answer(
         self,
         principal: Principal,
@@ -243,7 +287,7 @@ class Searcher:
 
     def _search(
         self,
-        principal: Principal,
+        principal: Principal | None,
         vis: Visibility,
         req: SearchRequest,
         deadline: Deadline,
@@ -253,7 +297,10 @@ class Searcher:
         prefer: Sequence[Item] = (),
         embedding: concurrent.futures.Future[FloatArray] | None = None,
         at: Position | None = None,
+        admit: Callable[[LegResults], tuple[Principal, Visibility]] | None = None,
     ) -> SearchResponse:
+        """`admit`: the legs also read the caller's session (search_by_token); it is called
+        on their answer first, and raises for a caller without one (principal None then)."""
         s = self.settings
         at = at or Position(req.offset)
         degraded: list[Degraded] = []
@@ -284,6 +331,9 @@ class Searcher:
         )
         legs = ph.run("search", lambda: self.backend.search(query))
         assert isinstance(legs, LegResults)
+        if admit is not None:  # before anything of the answer is looked at
+            principal, vis = admit(legs)
+        assert principal is not None
         if legs.vis is not None:
             vis = legs.vis  # the boards the engine read: the later reads use them as they are
         for leg, reason in legs.errors.items():

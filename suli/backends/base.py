@@ -78,6 +78,11 @@ class LegResults:
     # The vector hits that the text leg's query also matches under the same filters (so
     # `total` needs no second count); None when the backend did not check.
     word_matches: frozenset[str] | None = None
+    # A query whose visibility was known only by a token (Directory.token_visibility): what
+    # the token stands for, read in the same request (None there: unknown or revoked token,
+    # and no hit was read). None for every other query.
+    session: Session | None = None
+    by_token: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +252,12 @@ class Directory(Protocol):
         """`principal`'s visibility with its boards left to the engine, read inside each
         request from a document the ACL and principal writes keep current (one round trip
         less); None when this backend needs them worked out from `acls` (suli.visibility)."""
+        ...
+
+    def token_visibility(self, token_hash: str) -> Visibility | None:
+        """A visibility known only by a token's hash: the engine reads the token, its
+        principal and the boards inside the search itself, which then answers the session
+        too (LegResults.session); None when this backend cannot (read `session` first)."""
         ...
 
     def put_acls(self, acls: Sequence[BoardAcl]) -> None: ...

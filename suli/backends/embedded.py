@@ -637,6 +637,9 @@ class EmbeddedBackend:
 
     # ---- ACLs, principals, tokens -------------------------------------------------------
 
+    def token_visibility(self, token_hash: str) -> Visibility | None:
+        return None  # no round trips to save: the session is read first
+
     def stored_visibility(self, principal: Principal) -> Visibility | None:
         return None  # SQLite is in-process: reading the ACLs costs no round trip
 

@@ -364,6 +364,9 @@ class MemoryBackend:
 
     # ---- directory ---------------------------------------------------------------------------
 
+    def token_visibility(self, token_hash: str) -> Visibility | None:
+        return None  # no round trips to save: the session is read first
+
     def stored_visibility(self, principal: Principal) -> Visibility | None:
         return None  # in process: the core reads the ACLs and builds the spec itself
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC
 from typing import Any, Literal
 
+from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import FACET_CAP, BrowseKey, LegQuery, MatchSet, PageQuery, TextFields
 from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
 from suli.backends.opensearch_docs import item_to_doc as item_to_doc
@@ -153,13 +154,18 @@ MAX_DETERMINIZED_STATES = (
 
 def visibility_clause(vis: Visibility) -> dict[str, Any]:
     """DESIGN section 2 as one bool filter: workspace AND (workspace-wide OR my board OR mine)."""
+    by_token = isinstance(vis.stored, visdocs.TokenBoards)
+    # Known only by the token: the workspace and the principal id are looked up in the
+    # token's document too (no document: nothing matches).
+    mine = {"terms": {"uploader": visdocs.lookup(vis, "principal_id")}} if by_token else None
+    ours = {"terms": {"workspace": visdocs.lookup(vis, "workspace")}} if by_token else None
     should: list[dict[str, Any]] = [
         {"term": {"scope": "workspace"}},
         {
             "bool": {
                 "filter": [
                     {"term": {"scope": "personal"}},
-                    {"term": {"uploader": vis.principal_id}},
+                    mine or {"term": {"uploader": vis.principal_id}},
                 ]
             }
         },
@@ -173,7 +179,7 @@ def visibility_clause(vis: Visibility) -> dict[str, Any]:
         should.insert(1, {"terms": {"board": sorted(vis.boards)}})
     return {
         "bool": {
-            "filter": [{"term": {"workspace": vis.workspace}}],
+            "filter": [ours or {"term": {"workspace": vis.workspace}}],
             "should": should,
             "minimum_should_match": 1,
         }

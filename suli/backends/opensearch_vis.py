@@ -17,6 +17,7 @@ makes a stale one harmless.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from suli.models import BoardAcl, Principal
@@ -92,3 +93,108 @@ def build(
         "seen_count": 1 + len(acls),
         "seen_seq_sum": principal_seq + sum(seq for _, seq in acls),
     }
+
+
+# ---- the token's own copy: a search and its session in one round trip --------------------
+#
+# Each token document carries the same fields for its principal (`board`, `groups`,
+# `seen_count`, `seen_seq_sum`), rewritten by the same writer as `vis:<principal>`. A search
+# that holds only the token's hash reads everything from that one document inside its own
+# request: the workspace, the principal id (personal uploads) and the boards, each a terms
+# lookup. A revoked token has no document, so every lookup finds nothing and the legs match
+# nothing; the session part of the same answer says so, and the caller answers 401 before any
+# hit is read. A document from another state is not used, as above (the backend reads the ACLs).
+
+TOKEN_FIELDS = ("board", "groups", "seen_count", "seen_seq_sum")
+
+
+@dataclass(frozen=True)
+class TokenBoards(StoredBoards):
+    """Workspace, principal id and boards all read by the engine from the token's document
+    (`doc`); the Visibility's own workspace and principal id are unknown ("") until then."""
+
+
+def token_doc_id(token_hash: str) -> str:
+    return f"token:{token_hash}"
+
+
+def by_token(index: str, token_hash: str) -> Visibility:
+    """A visibility known only by the token: everything is looked up in the engine."""
+    return Visibility(
+        "", "", frozenset(), TokenBoards(index, token_doc_id(token_hash), frozenset())
+    )
+
+
+def lookup(vis: Visibility, path: str) -> dict[str, str]:
+    """A terms lookup of `path` in the visibility's stored document."""
+    assert vis.stored is not None
+    return {"index": vis.stored.index, "id": vis.stored.doc, "path": path}
+
+
+def token_fields(doc: dict[str, Any]) -> dict[str, Any]:
+    """The visibility part of a `build` document, as kept on a token document."""
+    return {k: doc[k] for k in TOKEN_FIELDS}
+
+
+def token_bodies(vis: Visibility) -> list[dict[str, Any]]:
+    """Two searches of the ACL index: the token document with the stamp of the state now
+    (its principal's document and its workspace's ACLs, found by lookups on the token), and
+    the principal's document (a lookup on the token's `principal_id`)."""
+
+    def of_type(doc_type: str, field: str) -> dict[str, Any]:
+        terms = {"terms": {field: lookup(vis, field)}}
+        return {"bool": {"filter": [{"term": {"doc_type": doc_type}}, terms]}}
+
+    state = {
+        "filter": {
+            "bool": {
+                "should": [of_type("principal", "principal_id"), of_type("acl", "workspace")],
+                "minimum_should_match": 1,
+            }
+        },
+        "aggs": {"seq": {"sum": {"field": "_seq_no"}}},
+    }
+    assert vis.stored is not None
+    check = {
+        "size": 1,
+        "query": {"ids": {"values": [vis.stored.doc]}},
+        "aggs": {"all": {"global": {}, "aggs": {"state": state}}},
+    }
+    return [check, {"size": 1, "query": of_type("principal", "principal_id")}]
+
+
+@dataclass(frozen=True)
+class TokenAnswer:
+    """What the session part of a search by token found: the token document (None: unknown
+    or revoked), its principal (None: gone) and, when the token's copy is current, the
+    visibility the engine applied (else None: the ACLs must be read)."""
+
+    token: dict[str, Any] | None
+    principal: Principal | None
+    vis: Visibility | None
+
+
+def token_resolved(check: dict[str, Any], owner: dict[str, Any]) -> TokenAnswer:
+    if not check["hits"]["hits"]:
+        return TokenAnswer(None, None, None)
+    doc = check["hits"]["hits"][0]["_source"]
+    hits = owner["hits"]["hits"]
+    if not hits:
+        return TokenAnswer(doc, None, None)
+    s = hits[0]["_source"]
+    who = Principal(
+        s["principal_id"], s["workspace"], s.get("kind", "person"), tuple(s.get("groups", ()))
+    )
+    state = check["aggregations"]["all"]["state"]
+    current = (
+        doc.get("principal_id") == who.id
+        and doc.get("workspace") == who.workspace
+        and frozenset(doc.get("groups") or ()) == frozenset(who.groups)
+        and doc.get("seen_count") == state["doc_count"]
+        and doc.get("seen_seq_sum") == int(state["seq"]["value"] or 0)
+    )
+    if not current:
+        return TokenAnswer(doc, who, None)
+    return TokenAnswer(
+        doc, who, Visibility(who.workspace, who.id, frozenset(doc.get("board") or ()))
+    )

@@ -95,7 +95,7 @@ def test_a_slow_embedder_is_cut_at_the_deadline_and_its_work_stops(
     backend.search = lambda q: searches.append(q) or real_search(q)  # type: ignore[method-assign]
     # The core call the route abandons at the deadline: we wait for its end, not for a while.
     entered, ended = threading.Event(), threading.Event()
-    real_core = api.searcher.search
+    real_core = api.searcher.search_by_token  # GET's core call: the token read with the legs
 
     def core_search(*args: Any, **kw: Any) -> Any:
         entered.set()
@@ -104,7 +104,7 @@ def test_a_slow_embedder_is_cut_at_the_deadline_and_its_work_stops(
         finally:
             ended.set()
 
-    api.searcher.search = core_search  # type: ignore[method-assign]
+    api.searcher.search_by_token = core_search  # type: ignore[method-assign]
     r = api.client.get("/api/v1/search", params={"q": "deploy"}, headers=api.auth("ana"))
     assert_error_shape(r, 504, "deadline_exceeded")
     assert entered.is_set(), "the core search never started: nothing was cut"

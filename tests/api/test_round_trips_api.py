@@ -9,6 +9,7 @@ from contract.helpers import counting
 from opensearchpy import OpenSearch
 
 from suli.backends.opensearch import OpenSearchBackend
+from suli.validate import search_request
 
 from .helpers import Api, World
 
@@ -20,7 +21,7 @@ def _client(api: Api) -> OpenSearch:
     return backend.client
 
 
-def test_http_search_is_three_round_trips_and_get_two(
+def test_http_search_costs_what_a_core_search_costs_and_get_two(
     make_api: Callable[..., Api], fresh_world: World
 ) -> None:
     api = make_api(on=fresh_world)
@@ -28,9 +29,16 @@ def test_http_search_is_three_round_trips_and_get_two(
     with counting(_client(api)) as sent:
         got = api.search("bob", q="payroll")
     assert "itm_secret" in {r["id"] for r in got["results"]}
-    # The token's session, both legs (ids and scores), then the page (items, highlights and
-    # replacements, read under the caller's visibility again); `total` needs no count.
-    assert sent == ["POST _msearch", "POST _msearch", "POST _msearch"]
+    # The token's session with both legs (its document holds the boards the legs look up),
+    # then the page (items, highlights and replacements, under the caller's visibility
+    # again); `total` needs no count.
+    assert sent == ["POST _msearch", "POST _msearch"]
+    bob = api.searcher.backend.principal("prn_bob")
+    assert bob is not None
+    with counting(_client(api)) as core:
+        resp = api.searcher.search(bob, search_request("payroll"))
+    assert core == sent  # the CLI's and MCP's search: the same requests
+    assert [r.id for r in resp.results] == [r["id"] for r in got["results"]]
     with counting(_client(api)) as sent:
         browsed = api.search("bob", q="", limit=5)
     assert any(r["superseded"] for r in browsed["results"])

@@ -55,3 +55,44 @@ def test_the_boards_clause_is_a_terms_lookup_on_the_principals_document() -> Non
     assert clause["bool"]["filter"] == [{"term": {"workspace": "ws"}}]
     with pytest.raises(ValueError):
         can_see(VIS, None)  # type: ignore[arg-type]  # only the engine knows these boards
+
+
+# ---- the token's copy ------------------------------------------------------------------------
+
+BY_TOKEN = vd.by_token("acl-idx", "h" * 64)
+TOKEN = {"doc_type": "token", "principal_id": "prn_ana", "workspace": "ws", "admin": False}
+OWNER = {"hits": {"hits": [{"_source": {"doc_type": "principal", "principal_id": "prn_ana",
+         "workspace": "ws", "groups": ["grp_eng"]}}]}}  # fmt: skip
+
+
+def test_a_search_by_token_looks_everything_up_in_the_token_document() -> None:
+    clause = visibility_clause(BY_TOKEN)
+
+    def on_token(path: str) -> dict[str, str]:
+        return {"index": "acl-idx", "id": "token:" + "h" * 64, "path": path}
+
+    assert clause["bool"]["filter"] == [{"terms": {"workspace": on_token("workspace")}}]
+    should = clause["bool"]["should"]
+    assert {"terms": {"board": on_token("board")}} in should
+    mine = {"terms": {"uploader": on_token("principal_id")}}
+    assert {"bool": {"filter": [{"term": {"scope": "personal"}}, mine]}} in should
+    assert "ws" not in str(clause) and "prn_ana" not in str(clause)  # nothing known here
+
+
+def test_the_tokens_copy_is_used_only_while_current() -> None:
+    doc = {**TOKEN, **vd.token_fields(vd.build(ANA, 3, ACLS))}
+    got = vd.token_resolved(check(doc), OWNER)
+    assert got.vis == Visibility("ws", "prn_ana", frozenset({"brd_a", "brd_e"}))
+    assert got.principal == ANA and got.token == doc
+    for stale in (
+        check(doc, seq_sum=31),  # an ACL or the principal written since
+        check(doc, count=3),  # an ACL deleted since
+        check({**doc, "groups": []}),  # made for other groups
+        check({**doc, "workspace": "ws_other"}),  # the principal moved since
+        check(TOKEN),  # a token of an older Suli: no copy at all
+    ):
+        answer = vd.token_resolved(stale, OWNER)
+        assert answer.vis is None and answer.principal == ANA  # the ACLs are read instead
+    assert vd.token_resolved(check(None), OWNER) == vd.TokenAnswer(None, None, None)
+    gone = vd.token_resolved(check(doc), {"hits": {"hits": []}})
+    assert gone.token == doc and gone.principal is None and gone.vis is None

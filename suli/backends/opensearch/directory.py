@@ -148,6 +148,8 @@ class Directory(VisibilityUpkeep):
                 "created_at": datetime.now(UTC).isoformat(),
             },
         )
+        # Then the token's copy of its principal's visibility (searches by token read it).
+        self._refresh_visibility([principal_id], only_changed=True)
 
     def session(self, token_hash: str) -> Session | None:
         """One `_msearch` on the ACL index: the token document, its principal (a terms lookup

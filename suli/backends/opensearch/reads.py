@@ -24,12 +24,13 @@ from suli.backends.base import (
     MatchSet,
     Page,
     PageQuery,
+    Session,
 )
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.errors import BackendUnavailable, InvalidInput, SuliError
 from suli.models import Filters, Item
-from suli.visibility import Visibility
+from suli.visibility import Visibility, visibility_for
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,11 @@ class Reads(Workspaces):
         if not legs:
             return LegResults()
         lines: list[dict[str, Any]] = []
-        if query.vis.stored is not None:  # the boards' check rides in the same request
+        by_token = isinstance(query.vis.stored, visdocs.TokenBoards)
+        if by_token:  # the token's session and its copy's check ride in the same request
+            for b in visdocs.token_bodies(query.vis):
+                lines += [{"index": self.acl_index}, b]
+        elif query.vis.stored is not None:  # the boards' check rides in the same request
             lines += [{"index": self.acl_index}, visdocs.check_body(query.vis)]
         for _, body in legs:
             lines += [self.items_header(query.vis.workspace), body]
@@ -71,7 +76,20 @@ class Reads(Workspaces):
         timings: dict[str, float] = {"msearch": took}
         responses = list(resp["responses"])
         vis = None
-        if query.vis.stored is not None:
+        session: Session | None = None
+        if by_token:
+            answer = _token_answer(responses.pop(0), responses.pop(0))
+            if answer.token is None:  # unknown or revoked: no hit is read, nothing is shown
+                return LegResults(by_token=True)
+            session = Session(answer.principal, bool(answer.token.get("admin")))
+            if answer.principal is None:  # the token's principal is gone: no session either
+                return LegResults(session=session, by_token=True)
+            vis = answer.vis
+            if vis is None:  # the token's copy is not current: these legs may not be used
+                vis = visibility_for(answer.principal, self.acls(answer.principal.workspace))
+                redone = self.search(replace(query, vis=vis))
+                return replace(redone, vis=vis, session=session, by_token=True)
+        elif query.vis.stored is not None:
             vis = visdocs.resolved(query.vis, responses.pop(0))
             if vis is None:  # no current document: these legs may not be used; as before
                 vis = self._from_acls(query.vis)
@@ -165,6 +183,8 @@ class Reads(Workspaces):
             text_total,
             vis,
             frozenset(words) if checked else None,
+            session,
+            by_token,
         )
 
     def page(self, query: PageQuery) -> Page:
@@ -381,6 +401,16 @@ class Reads(Workspaces):
                 return
             yield from (docs.doc_to_item(h["_source"]) for h in hits)
             body["search_after"] = hits[-1]["sort"]
+
+
+def _token_answer(check: dict[str, Any], owner: dict[str, Any]) -> visdocs.TokenAnswer:
+    """The session part of a search by token (no ACL index yet: no token exists)."""
+    for r in (check, owner):
+        if "error" in r:
+            if r.get("status") == 404:
+                return visdocs.TokenAnswer(None, None, None)
+            raise BackendUnavailable(f"session read failed: {r['error']}")
+    return visdocs.token_resolved(check, owner)
 
 
 # Pauses before the page fetch is asked again: a shard copy moving to another node answers

@@ -94,13 +94,32 @@ class VisibilityUpkeep(Connection):
         ids += [s["principal_id"] for s in self._all(visdocs.DOC_TYPE)]
         self._refresh_visibility(ids, only_changed=True)
 
+    def _tokens_of(self, principal_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The token documents of these principals, with `_seq_no` (the index is small)."""
+        body: dict[str, Any] = {
+            "size": 10_000,
+            "seq_no_primary_term": True,
+            "_source": ["principal_id", *visdocs.TOKEN_FIELDS],
+            "query": {
+                "bool": {
+                    "filter": [
+                        {"term": {"doc_type": "token"}},
+                        {"terms": {"principal_id": sorted(principal_ids)}},
+                    ]
+                }
+            },
+        }
+        return list(self._search(body, "token read", index=self.acl_index)["hits"]["hits"])
+
     def _refresh_visibility(
         self, principal_ids: Iterable[str], *, only_changed: bool = False
     ) -> None:
-        """Rewrite these principals' visibility documents from the principal and ACLs now.
+        """Rewrite these principals' visibility documents, and the copy on each of their
+        tokens (opensearch_vis, "the token's own copy"), from the principal and ACLs now.
 
         Each document is written only over the version read *before* that state
-        (`if_seq_no`; `create` when there was none): a writer working from an older state
+        (`if_seq_no`; `create` when there was none; a token's copy is an update, so a token
+        revoked meanwhile is never made again): a writer working from an older state
         than another's can never overwrite the newer document, its write conflicts and it
         works again from the state now. So once every writer has returned, each document is
         the one the last state gives. `only_changed` (start-up's build) leaves current ones.
@@ -112,9 +131,12 @@ class VisibilityUpkeep(Connection):
             if rounds:  # a conflict: let the racing writers finish before reading again
                 time.sleep(random.uniform(0, 0.02) * rounds)
             versions = self._mget([visdocs.doc_id(p) for p in pending])  # first: see above
+            tokens = self._tokens_of(pending)  # also before the state
             found = self._mget([visdocs.principal_doc_id(p) for p in pending])
             acls = self._acls_with_seq({d["_source"]["workspace"] for d in found.values()})
             lines: list[dict[str, Any]] = []
+            owner: dict[str, str] = {}  # written document id -> its principal
+            built: dict[str, dict[str, Any]] = {}
             for pid in pending:
                 vid = visdocs.doc_id(pid)
                 old = versions.get(vid)
@@ -127,30 +149,53 @@ class VisibilityUpkeep(Connection):
                 if got is None:  # no such principal (any more): no document either
                     if old:
                         lines.append({"delete": {"_id": vid, **cond}})
+                        owner[vid] = pid
                     continue
                 who = principal_of(got["_source"])
                 doc = visdocs.build(who, int(got["_seq_no"]), acls.get(who.workspace, []))
+                built[pid] = doc
                 if only_changed and old and old["_source"] == doc:
                     continue
                 lines += [{"index": {"_id": vid, **cond}} if old else {"create": {"_id": vid}}, doc]
+                owner[vid] = pid
+            for t in tokens:
+                pid = t["_source"]["principal_id"]
+                if pid not in built:  # its principal is gone: the token opens no session
+                    continue
+                fields = visdocs.token_fields(built[pid])
+                if only_changed and all(t["_source"].get(k) == v for k, v in fields.items()):
+                    continue
+                cond = {"if_seq_no": t["_seq_no"], "if_primary_term": t["_primary_term"]}
+                lines += [{"update": {"_id": t["_id"], **cond}}, {"doc": fields}]
+                owner[t["_id"]] = pid
             if not lines:
                 return
             send = functools.partial(
                 self.write_client.bulk, body=lines, index=self.acl_index, refresh=True
             )
             resp = wrap(send, "visibility write")
-            pending = []
+            again: set[str] = set()
             for entry in resp["items"]:
-                op = next(iter(entry.values()))
+                kind, op = next(iter(entry.items()))
                 status = int(op.get("status") or 500)
                 if status == 409:  # written meanwhile: work it out again from the state now
-                    pending.append(op["_id"].removeprefix("vis:"))
-                elif status >= 300 and not (status == 404 and "delete" in entry):
+                    again.add(owner[op["_id"]])
+                elif status == 404 and kind in ("delete", "update"):
+                    continue  # gone meanwhile (a token revoked): nothing to keep current
+                elif status >= 300:
                     raise BackendUnavailable(f"visibility write failed: {op.get('error')}")
+            pending = sorted(again)
         if pending:
             raise BackendUnavailable(
                 "visibility documents kept changing under concurrent writes; write again"
             )
+
+    def token_visibility(self, token_hash: str) -> Visibility | None:
+        """Everything read inside the search from the token's document (see opensearch_vis);
+        None with per-workspace indices, where the index to search depends on the workspace."""
+        if self.isolated:
+            return None
+        return visdocs.by_token(self.acl_index, token_hash)
 
     def stored_visibility(self, principal: Principal) -> Visibility:
         return visdocs.stored(self.acl_index, principal)
