@@ -31,6 +31,7 @@ from click.testing import CliRunner
 from opensearchpy import OpenSearch
 from ops_support import (
     HttpQueryClients,
+    QueryClients,
     duplicate_ids,
     env_for,
     items,
@@ -57,6 +58,9 @@ QUERY_CLIENTS = 8  # over HTTP through `suli serve`, one principal and token eac
 # second (~10) as the 4 in-process clients pausing 0.1 s did, so the cluster's load, and the
 # node restarts that dominate the test's wall time, stay as they were.
 PAUSE_S = 0.5
+# One more client beside them calls the search core in-process (no HTTP, no token lookup), with
+# the same pause: the latency of the same cluster in the same run, to compare the served ones to.
+REFERENCE_CLIENTS = 1
 WRITE_RATE = 20.0  # items per second, the indexer's steady feed
 RESULTS = os.environ.get("SULI_TEST_UPGRADE_RESULTS")  # a file to append the figures to
 
@@ -133,9 +137,11 @@ def test_rolling_upgrade_then_reindex_under_queries_and_writes(
     log = tmp_path / "serve.log"
     with serving_cluster(s, log, principal_ids(QUERY_CLIENTS), **limits) as served:
         clients = HttpQueryClients(served.url, list(served.tokens.values()), PAUSE_S)
+        reference = QueryClients(s, REFERENCE_CLIENTS, PAUSE_S)
         feed = Feed(WRITE_RATE, "upg")
         writer = StreamIndexer(feed, OpenSearchBackend(s, embedder.dimension, embedder.name))
         clients.start()
+        reference.start()
         writer.start()
         steps: list[str] = []
         try:
@@ -160,6 +166,7 @@ def test_rolling_upgrade_then_reindex_under_queries_and_writes(
         finally:
             summary = writer.finish()
             stats = clients.stop()
+            ref = reference.stop()
         assert served.proc.poll() is None, log.read_text()  # the service ran throughout
 
     assert out.exit_code == 0, out.output
@@ -176,7 +183,13 @@ def test_rolling_upgrade_then_reindex_under_queries_and_writes(
         f"indexed {summary.indexed}, rejected {len(summary.rejected)} (malformed on purpose), "
         f"re-sent {writer.tracked.retries}"
     )
+    _report(
+        f"  same run, {REFERENCE_CLIENTS} in-process client (the core, no HTTP): upgrade "
+        f"{latency_line(ref, start, end)}; reindex {latency_line(ref, r_start, r_end)}; "
+        f"failed {len(ref.failures)} of {ref.ok + len(ref.failures)}"
+    )
     assert stats.failures == [], stats.failures[:10]
+    assert ref.failures == [], ref.failures[:10]
     assert upgraded_ok > 0 and clients.ok() > upgraded_ok  # queries ran in both phases
     assert report["verification"]["problems"] == []
     target = live_index(client, s.index_alias)
