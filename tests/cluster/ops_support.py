@@ -1,23 +1,31 @@
-"""Helpers of the operations tests on the 3-node cluster: data, checks, restarts, a query loop."""
+"""Helpers of the operations tests on the 3-node cluster: data, checks, restarts, query loops
+(in-process, or over HTTP through a `suli serve` subprocess)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+from e2e.served import Served, free_port
 from opensearchpy import OpenSearch, helpers
 
 import devcluster
 from cli import sample
+from suli.auth import create_token
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
 from suli.embedding import Embedder, FakeEmbedder
-from suli.models import Item
+from suli.models import Item, Principal
 from suli.service import Searcher
 from suli.settings import Settings
 from suli.validate import search_request
@@ -199,15 +207,13 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
 
-class QueryLoop(threading.Thread):
-    """Runs the marker queries through the Searcher until stopped; a failure is any exception,
-    a degraded answer, or a marker item missing from its query's results."""
+class MarkerLoop(threading.Thread):
+    """Runs the marker queries until stopped; a failure is any error the caller sees, a
+    degraded answer, or a marker item missing from its query's results. `ask` is one query:
+    the ids it returned and its degraded legs, or an exception."""
 
-    def __init__(self, s: Settings, pause: float = 0.1) -> None:
+    def __init__(self, pause: float = 0.1) -> None:
         super().__init__(daemon=True)
-        embedder = FakeEmbedder()
-        self.backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
-        self.searcher = Searcher(self.backend, embedder, s)
         self.pause = pause
         self.stats = LoopStats()
         self._halt = threading.Event()
@@ -215,17 +221,21 @@ class QueryLoop(threading.Thread):
             g: {f"mrk_{g}_{n}" for n in range(PER_MARKER)} for g in range(MARKER_GROUPS)
         }
 
+    def ask(self, q: str) -> tuple[set[str], list[Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the loop's client once it has stopped."""
+
     def run(self) -> None:
-        principal = self.searcher.principal(PRINCIPAL)
         g = 0
         while not self._halt.is_set():
             q = marker_query(g)
             t0 = time.monotonic()
             try:
-                r = self.searcher.search(principal, search_request(q, limit=25))
-                got = {x.id for x in r.results}
-                if r.degraded:
-                    self.stats.failures.append(f"{q}: degraded {r.degraded}")
+                got, degraded = self.ask(q)
+                if degraded:
+                    self.stats.failures.append(f"{q}: degraded {degraded}")
                 elif not self.expected[g] <= got:
                     self.stats.failures.append(f"{q}: missing {sorted(self.expected[g] - got)}")
                 else:
@@ -240,15 +250,61 @@ class QueryLoop(threading.Thread):
     def stop(self) -> LoopStats:
         self._halt.set()
         self.join(timeout=120)
-        self.backend.close()
+        self.close()
         return self.stats
 
 
-class QueryClients:
-    """n QueryLoops at once (each its own client), as concurrent users of the service."""
+class QueryLoop(MarkerLoop):
+    """The marker queries through the Searcher, in-process (each loop its own backend)."""
 
-    def __init__(self, s: Settings, n: int, pause: float = 0.1) -> None:
-        self.loops = [QueryLoop(s, pause) for _ in range(n)]
+    def __init__(self, s: Settings, pause: float = 0.1) -> None:
+        super().__init__(pause)
+        embedder = FakeEmbedder()
+        self.backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
+        self.searcher = Searcher(self.backend, embedder, s)
+        self._principal: Principal | None = None
+
+    def ask(self, q: str) -> tuple[set[str], list[Any]]:
+        if self._principal is None:
+            self._principal = self.searcher.principal(PRINCIPAL)
+        r = self.searcher.search(self._principal, search_request(q, limit=25))
+        return {x.id for x in r.results}, list(r.degraded)
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class HttpFailure(Exception):
+    """A non-200 answer of the service (its status, Retry-After and error code in the text)."""
+
+
+class HttpQueryLoop(MarkerLoop):
+    """The marker queries as GET /api/v1/search on a running `suli serve`, with one bearer
+    token and one keep-alive connection; never re-sent (every non-200 answer is a failure)."""
+
+    def __init__(self, url: str, token: str, pause: float = 0.1, timeout: float = 60.0) -> None:
+        super().__init__(pause)
+        self.http = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
+        )
+
+    def ask(self, q: str) -> tuple[set[str], list[Any]]:
+        r = self.http.get("/api/v1/search", params={"q": q, "limit": 25})
+        if r.status_code != 200:
+            retry = r.headers.get("retry-after")
+            raise HttpFailure(f"HTTP {r.status_code} (Retry-After {retry}): {r.text[:300]}")
+        body = r.json()
+        return {x["id"] for x in body["results"]}, list(body["degraded"])
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class LoopGroup:
+    """Marker loops running at once, as concurrent users of the service."""
+
+    def __init__(self, loops: Sequence[MarkerLoop]) -> None:
+        self.loops = list(loops)
 
     def start(self) -> None:
         for loop in self.loops:
@@ -266,6 +322,78 @@ class QueryClients:
             merged.failures += st.failures
             merged.samples += st.samples
         return merged
+
+
+class QueryClients(LoopGroup):
+    """n in-process QueryLoops (each its own client)."""
+
+    def __init__(self, s: Settings, n: int, pause: float = 0.1) -> None:
+        super().__init__([QueryLoop(s, pause) for _ in range(n)])
+
+
+def principal_ids(n: int) -> list[str]:
+    """n principals of the sample workspace (people, then agents, round again when n is
+    larger): every one of them sees the workspace-wide marker items."""
+    ids = [p.id for p in sample.build(1).principals]
+    return [ids[k % len(ids)] for k in range(n)]
+
+
+class HttpQueryClients(LoopGroup):
+    """One HttpQueryLoop per token, all on the same service."""
+
+    def __init__(self, url: str, tokens: Sequence[str], pause: float = 0.1) -> None:
+        super().__init__([HttpQueryLoop(url, t, pause) for t in tokens])
+
+
+SERVE_START_S = 90.0
+
+
+@contextlib.contextmanager
+def serving_cluster(
+    s: Settings, log: Path, principals: Sequence[str], **env_settings: str
+) -> Iterator[Served]:
+    """A real `suli serve` subprocess (uvicorn, one worker) over the cluster of s, on a free
+    loopback port, with a bearer token for each principal (made as every test makes them,
+    suli.auth.create_token; stored in s's ACL index); stopped (SIGTERM, then kill) at the end.
+    env_settings are more SULI_* settings (key in lower case)."""
+    embedder = FakeEmbedder()
+    backend = OpenSearchBackend(s, embedder.dimension, embedder.name)
+    try:
+        tokens = {p: create_token(backend, p) for p in principals}
+    finally:
+        backend.close()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SULI_")}
+    env.update(env_for(s))
+    env.update({f"SULI_{k.upper()}": v for k, v in env_settings.items()})
+    suli = Path(sys.executable).with_name("suli")
+    out = log.open("wb")
+    proc = subprocess.Popen(
+        [str(suli), "serve", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=out,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVE_START_S
+        while True:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "suli serve did not start"
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        yield Served(url, port, proc, tokens, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        out.close()
 
 
 def latency_line(stats: LoopStats, start: float, end: float) -> str:
