@@ -37,7 +37,7 @@ import time
 import uuid
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 from opensearchpy import OpenSearch
@@ -323,8 +323,7 @@ def main() -> int:
     if not args.out:
         return run(args)
     buf = io.StringIO()
-    console = sys.__stdout__
-    assert console is not None
+    console: TextIO = sys.__stdout__ or sys.stdout
 
     class Tee(io.TextIOBase):
         def write(self, s: str) -> int:
