@@ -11,7 +11,8 @@ answered, QPS and p50/p90 latency.
 With --base DIR (a tree of another commit, e.g. `git archive <commit> | tar -x -C DIR`) a
 second service runs from DIR over the same index, and rounds alternate A (DIR) / B (this tree):
 both see the same load on the machine, and the ratio B/A is what to read. With --profile S the
-last S seconds are sampled with py-spy (the service's own threads, idle excluded) and the top
+last S seconds are sampled with py-spy (--gil: the thread holding the GIL, i.e. where the
+service's Python CPU goes; a thread waiting on a socket is not sampled) and the top
 20 functions by own samples and by samples including callees are printed.
 
 Run from the repo root:
@@ -169,7 +170,7 @@ def py_spy_top(pid: int, seconds: float, folder: Path, label: str, top: int = 20
     raw = folder / f"pyspy-{label}.txt"
     subprocess.run(
         [exe, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200",
-         "--format", "raw", "--output", str(raw), "--nonblocking"],
+         "--format", "raw", "--output", str(raw), "--nonblocking", "--gil"],
         check=True, capture_output=True,
     )  # fmt: skip
     own: collections.Counter[str] = collections.Counter()
@@ -188,7 +189,7 @@ def py_spy_top(pid: int, seconds: float, folder: Path, label: str, top: int = 20
             own[frames[-1]] += n
         for f in set(frames):
             incl[f] += n
-    lines = [f"py-spy {label}: {total} samples at 200/s over {seconds:g}s (idle excluded)"]
+    lines = [f"py-spy {label}: {total} samples at 200/s over {seconds:g}s (GIL holder only)"]
     for title, table in (("own", own), ("including callees", incl)):
         lines.append(f"  top {top} by {title}:")
         for frame, n in table.most_common(top):
@@ -235,6 +236,11 @@ def run(args: argparse.Namespace) -> int:
             for label, url in urls.items():
                 wait_ready(url, procs[label])
                 measure(url, procs[label].pid, tokens, queries, args.clients, args.warmup)
+            for label, proc in procs.items():
+                c0 = cpu_s(proc.pid)
+                time.sleep(args.idle)
+                idle = (cpu_s(proc.pid) - c0) / args.idle
+                print(f"service {label} at rest: {idle * 1000:.1f} ms CPU per second", flush=True)
             for rnd in range(args.rounds):
                 order = list(urls) if rnd % 2 == 0 else list(reversed(urls))
                 for label in order:
@@ -312,6 +318,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=20.0, help="measured seconds per round")
     ap.add_argument("--warmup", type=float, default=5.0, help="seconds driven before the rounds")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle", type=float, default=5.0, help="seconds of CPU at rest measured")
     ap.add_argument("--queries", type=int, default=200, help="size of the fixed query set")
     ap.add_argument("--base", help="tree of the baseline commit, run as service A")
     ap.add_argument("--profile", type=float, default=0.0, help="py-spy seconds per service")
