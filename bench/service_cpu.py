@@ -13,7 +13,9 @@ second service runs from DIR over the same index, and rounds alternate A (DIR) /
 both see the same load on the machine, and the ratio B/A is what to read. With --profile S the
 last S seconds are sampled with py-spy (--gil: the thread holding the GIL, i.e. where the
 service's Python CPU goes; a thread waiting on a socket is not sampled) and the top
-20 functions by own samples and by samples including callees are printed.
+20 functions by own samples and by samples including callees are printed. With --parts the
+pieces the issue names are first timed in-process, in CPU time (answers parsed by the stdlib
+and by orjson, a body's finishing, one request log line).
 
 Run from the repo root:
   .venv/bin/python -m bench.service_cpu [--items 5000] [--clients 16] [--duration 20]
@@ -197,6 +199,85 @@ def py_spy_top(pid: int, seconds: float, folder: Path, label: str, top: int = 20
     return "\n".join(lines)
 
 
+def _cpu_us(fn: Any, items: list[Any], repeat: int = 5) -> float:
+    """Median over `repeat` passes of process CPU microseconds per item of fn(item)."""
+    per = []
+    for _ in range(repeat):
+        t = time.process_time()
+        for x in items:
+            fn(x)
+        per.append((time.process_time() - t) * 1e6 / len(items))
+    return statistics.median(per)
+
+
+def parts(settings: Settings, tokens: list[str], queries: list[tuple[str, dict[str, Any]]]) -> str:
+    """Costs of the pieces the issue names, in-process (CPU time, no other load on them): the
+    engine's answers of the query set parsed by the stdlib and by orjson, the response body's
+    finishing (rounding, size check) and one request log line through the service's formatter.
+    The answers and bodies are recorded from the app run over the query set."""
+    import json
+    import logging
+
+    import orjson
+    from fastapi.testclient import TestClient
+
+    from app import logs as app_logs
+    from app import respond
+    from app.main import create_app
+    from suli.backends.opensearch import client as os_client
+
+    answers: list[str] = []
+    real = os_client.OrjsonSerializer.loads
+
+    def recording(self: Any, s: str) -> Any:
+        answers.append(s)
+        return real(self, s)
+
+    os_client.OrjsonSerializer.loads = recording  # type: ignore[method-assign]
+    bodies = []
+    try:
+        with TestClient(create_app(settings)) as tc:
+            h = {"Authorization": f"Bearer {tokens[0]}"}
+            for method, data in queries:
+                if method == "GET":
+                    r = tc.get("/api/v1/search", params=data, headers=h)
+                else:
+                    r = tc.post("/api/v1/search", json=data, headers=h)
+                r.raise_for_status()
+                bodies.append(r.json())
+    finally:
+        os_client.OrjsonSerializer.loads = real  # type: ignore[method-assign]
+    per_query = len(answers) / len(queries)
+    size = statistics.fmean(len(a) for a in answers)
+    out = [f"parts, in-process over the {len(queries)} queries: {per_query:.1f} answers a query,"
+           f" {size / 1000:.1f} kB each"]  # fmt: skip
+    for _ in range(2):  # interleaved: stdlib, orjson, stdlib, orjson
+        std = _cpu_us(json.loads, answers)
+        ours = _cpu_us(orjson.loads, answers)
+        out.append(f"  parse an answer: stdlib {std:.1f} us, orjson {ours:.1f} us "
+                   f"({ours / std:.2f}x; {(std - ours) * per_query:.0f} us saved a query)")  # fmt: skip
+    out.append(f"  finish a body (round timings, size check): "
+               f"{_cpu_us(lambda b: respond.fit(respond.rounded(b), 10**9), bodies):.1f} us")  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        handler = logging.FileHandler(Path(folder) / "req.log")
+        handler.setFormatter(app_logs.TextFormatter())
+        logger = logging.getLogger("bench.service_cpu.request")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        fields = {"request_id": uuid.uuid4().hex, "method": "GET", "route": "/api/v1/search",
+                  "status": 200, "latency_ms": 12.3, "principal": "prn_user01", "degraded": [],
+                  "timings_ms": {"acl": 1.2, "text": 3.4, "vector": 2.1, "total": 9.9}}  # fmt: skip
+
+        def line(_: Any) -> None:
+            logger.log(logging.INFO, "%s %s %d", "GET", "/api/v1/search", 200, extra=fields)
+
+        out.append(f"  one request log line (text, to a file): {_cpu_us(line, bodies):.1f} us")
+        handler.close()
+        logger.removeHandler(handler)
+    return "\n".join(out)
+
+
 def fmt(label: str, r: dict[str, Any]) -> str:
     return (
         f"  {label:5s} ok {r['ok']:5d}/{r['queries']:5d}  CPU {r['cpu_ms_per_query']:6.2f} ms/query"
@@ -224,6 +305,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             print(f"index {name} on {args.opensearch_url}", flush=True)
             tokens = build(settings, args.items, args.clients, args.seed)
+            if args.parts:
+                print(parts(settings, tokens, queries), flush=True)
             trees = {"B": REPO}
             if args.base:
                 trees = {"A": Path(args.base).resolve(), "B": REPO}
@@ -320,6 +403,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle", type=float, default=5.0, help="seconds of CPU at rest measured")
     ap.add_argument("--queries", type=int, default=200, help="size of the fixed query set")
+    ap.add_argument(
+        "--parts", action="store_true", help="also time the pieces in-process (parse, log line)"
+    )
     ap.add_argument("--base", help="tree of the baseline commit, run as service A")
     ap.add_argument("--profile", type=float, default=0.0, help="py-spy seconds per service")
     ap.add_argument("--port", type=int, default=8870)
@@ -346,7 +432,7 @@ def main() -> int:
         f"date {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
         f"load average before {os.getloadavg()}, cores {os.cpu_count()}\n"
         f"commit {git('rev-parse', 'HEAD').strip()}"
-        f" (+ uncommitted changes: {bool(git('status', '--porcelain').strip())})\n"
+        f" (+ uncommitted changes: {bool(git('status', '--porcelain', '--untracked-files=no').strip())})\n"
     )
     with redirect_stdout(Tee()):
         print(head, flush=True)
