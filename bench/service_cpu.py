@@ -12,10 +12,11 @@ With --base DIR (a tree of another commit, e.g. `git archive <commit> | tar -x -
 second service runs from DIR over the same index, and rounds alternate A (DIR) / B (this tree):
 both see the same load on the machine, and the ratio B/A is what to read. With --profile S the
 last S seconds are sampled with py-spy (--gil: the thread holding the GIL, i.e. where the
-service's Python CPU goes; a thread waiting on a socket is not sampled) and the top
-20 functions by own samples and by samples including callees are printed. With --parts the
-pieces the issue names are first timed in-process, in CPU time (answers parsed by the stdlib
-and by orjson, a body's finishing, one request log line).
+service's Python CPU goes; a thread waiting on a socket is not sampled) and the top 20
+functions by own samples and by samples including callees are printed (py-spy is not a
+dependency: `.venv/bin/pip install py-spy`; its raw stacks are kept in --results-dir). With
+--parts the pieces the issue names are first timed in-process, in CPU time (answers parsed by
+the stdlib and by orjson, a body's finishing, one request log line).
 
 Run from the repo root:
   .venv/bin/python -m bench.service_cpu [--items 5000] [--clients 16] [--duration 20]
