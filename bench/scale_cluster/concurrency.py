@@ -5,9 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from opensearchpy import OpenSearch
+
 from bench.clustered import WORKSPACE
 from bench.scale_cluster.size import SizeRun
 from suli.visibility import visibility_for
+
+NEURAL_SEARCH = "org.opensearch.neuralsearch.plugin.NeuralSearch"  # its `_cat/plugins` component
+
+
+def has_native_hybrid(client: OpenSearch) -> bool:
+    """Whether every node runs neural-search, whose `hybrid` query the native side sends."""
+    rows = client.cat.plugins(format="json", h="name,component")
+    nodes = {r["name"] for r in client.cat.nodes(format="json", h="name")}
+    with_it = {r["name"] for r in rows if r["component"] == NEURAL_SEARCH}
+    return bool(nodes) and with_it == nodes
 
 
 def concurrency(run: SizeRun) -> dict[str, Any]:
@@ -24,9 +36,7 @@ def concurrency(run: SizeRun) -> dict[str, Any]:
     env = {"SULI_OPENSEARCH_URL": run.url, "SULI_INDEX_ALIAS": run.alias,
            "SULI_ACL_INDEX": run.settings.acl_index,
            "SULI_MEANING_FLOOR": str(run.settings.meaning_floor)}  # fmt: skip
-    # Without neural-search (not served for 3.x here) Suli is measured alone.
-    plugins = {p["component"] for p in run.client.cat.plugins(format="json")}
-    native = "opensearch-neural-search" in plugins
+    native = has_native_hybrid(run.client)  # else (3.x here) Suli is measured alone
     with closed_loop.suli_service(env, workers=run.args.serve_workers) as suli_url:
         return dict(closed_loop.run_levels(
             suli_url, token, run.url.split(","), run.alias, texts, vecs, vis,

@@ -28,6 +28,7 @@ from bench import (
     vector_tuning,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
+from bench.scale_cluster.concurrency import has_native_hybrid
 from suli.auth import create_token
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import build_embedder
@@ -196,6 +197,7 @@ def test_scale_cluster_concurrency_measures_suli_alone_without_neural_search(
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
     assert report["errors"] == []
+    assert not has_native_hybrid(OpenSearch(opensearch_url))
     row = {r["phase"]: r for r in report["rows"]}["concurrency"]
     assert row["prime_errors"] == {"suli_http": {}}
     (level,) = row["levels"]
@@ -210,6 +212,7 @@ def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
     """`suli serve` in its own process and the native hybrid query, 1 then 2 closed-loop
     clients for 2 s each: every field present and sane, no error on either side."""
     url, alias = neural_search_cluster.url, "bench-hybrid"
+    assert has_native_hybrid(OpenSearch(url))  # so the scale bench's concurrency phase has both
     backend = native_hybrid.ensure_corpus(url, alias, 60)  # shared with the test above
     backend.put_principals([overhead.PRINCIPAL])
     token = create_token(backend, overhead.PRINCIPAL.id)
