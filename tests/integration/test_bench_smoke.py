@@ -23,6 +23,7 @@ from bench import (
     mapping_variant,
     native_hybrid,
     overhead,
+    page_fetch,
     scale_cluster,
     text_leg,
     vector_tuning,
@@ -135,6 +136,8 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
             f"{prefix}-offsets"]["mappings"]["properties"]  # fmt: skip
         forms = text_leg.main(["--url", opensearch_url, "--alias", f"{prefix}-clustered-{n}",
                                "--compare", f"{prefix}-offsets", "--queries", "4", "--rounds", "1"])  # fmt: skip
+        fetches = page_fetch.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
+                                   "--queries", "8", "--rounds", "1"])  # fmt: skip
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
     assert variant["copied"] == n and variant["failures"] == 0
@@ -152,6 +155,10 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         "highlighted@compare",
     }
     assert all(s["took_p50_ms"] >= 0 and s["wall_p50_ms"] > 0 for s in forms["sides"].values())
+    assert 0 < fetches["pages_with_highlights"] <= fetches["queries"] == 8
+    for side in ("with_highlight", "highlight_exact_words_only", "without_highlight"):
+        got = fetches[side]
+        assert got["n"] == fetches["pages_with_highlights"] and 0 < got["p50_ms"] <= got["p99_ms"]
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
     assert list(rows) == ["cluster", "load", "settle", "latency", "writes", "recall",
