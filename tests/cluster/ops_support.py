@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from e2e.served import Served, free_port
+from e2e.served import Served, free_port, wait_ready
 from opensearchpy import OpenSearch, helpers
 
 import devcluster
@@ -345,7 +345,6 @@ class HttpQueryClients(LoopGroup):
         super().__init__([HttpQueryLoop(url, t, pause) for t in tokens])
 
 
-SERVE_START_S = 90.0
 
 
 @contextlib.contextmanager
@@ -376,15 +375,7 @@ def serving_cluster(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + SERVE_START_S
-        while True:
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "suli serve did not start"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        wait_ready(proc, url, log)
         yield Served(url, port, proc, tokens, log)
     finally:
         proc.terminate()

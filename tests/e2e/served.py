@@ -57,6 +57,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_ready(
+    proc: subprocess.Popen[bytes], url: str, log: Path, timeout: float = START_S
+) -> None:
+    """Until a started `suli serve` answers /healthz; its log in the failure if it exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "suli serve did not start"
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.2)
+
+
 def _fd_limit(limit: int | None) -> Callable[[], None] | None:
     if limit is None:
         return None
@@ -93,15 +108,7 @@ def serving(home: Path, *, fd_limit: int | None = None, **env_settings: str) -> 
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_S
-        while True:
-            assert proc.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "suli serve did not start"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        wait_ready(proc, url, log_path)
         yield Served(url, port, proc, tokens, log_path)
     finally:
         proc.kill()
