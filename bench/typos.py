@@ -23,7 +23,7 @@ import random
 import statistics
 import string
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,29 @@ def first_pages(searcher: Searcher, queries: dict[str, str]) -> tuple[dict[str, 
     return runs, statistics.median(took)
 
 
+def before_after(
+    ranked: Callable[[dict[str, str]], tuple[dict[str, list[str]], float]],
+    clean: dict[str, str],
+    typod: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+) -> dict[str, Any]:
+    """nDCG@10 and p50 of `ranked` on both query sets, typo clauses off then on, and the share
+    of the clean score the typo'd queries keep (with the clauses on)."""
+    out: dict[str, Any] = {}
+    for name, queries in (("clean", clean), ("typo", typod)):
+        with typo_clauses_off():
+            before, p50_before = ranked(queries)
+        after, p50_after = ranked(queries)
+        out[name] = {
+            "ndcg@10 before": round(mean_metrics(before, qrels)["ndcg@10"], 4),
+            "ndcg@10 after": round(mean_metrics(after, qrels)["ndcg@10"], 4),
+            "p50 ms before": round(p50_before, 2),
+            "p50 ms after": round(p50_after, 2),
+        }
+    out["recovered"] = round(out["typo"]["ndcg@10 after"] / out["clean"]["ndcg@10 after"], 3)
+    return out
+
+
 def ensure_indexed(backend: Backend) -> None:
     items = load_items()
     if backend.count() == len(items):
@@ -164,19 +187,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "changed": sum(1 for q in clean if " ".join(words(clean[q])) != typod[q]),
         "seed": SEED,
     }
-    for name, queries in (("clean", clean), ("typo", typod)):
-        with typo_clauses_off():
-            before, p50_before = word_leg(backend, queries)
-        after, p50_after = word_leg(backend, queries)
-        report[name] = {
-            "ndcg@10 before": round(mean_metrics(before, qrels)["ndcg@10"], 4),
-            "ndcg@10 after": round(mean_metrics(after, qrels)["ndcg@10"], 4),
-            "p50 ms before": round(p50_before, 2),
-            "p50 ms after": round(p50_after, 2),
-        }
-    report["recovered"] = round(
-        report["typo"]["ndcg@10 after"] / report["clean"]["ndcg@10 after"], 3
-    )
+    report |= before_after(lambda qs: word_leg(backend, qs), clean, typod, qrels)
     print(json.dumps(report, indent=2))
     backend.close()
     return report
@@ -206,20 +217,9 @@ def hybrid(args: argparse.Namespace) -> dict[str, Any]:
         "seed": SEED,
         "load_avg_before": [round(x, 2) for x in os.getloadavg()],
     }
-    for name, queries in (("clean", clean), ("typo", typod)):
+    for queries in (clean, typod):
         first_pages(searcher, queries)  # query vectors computed (and cached) outside the timing
-        with typo_clauses_off():
-            before, p50_before = first_pages(searcher, queries)
-        after, p50_after = first_pages(searcher, queries)
-        report[name] = {
-            "ndcg@10 before": round(mean_metrics(before, qrels)["ndcg@10"], 4),
-            "ndcg@10 after": round(mean_metrics(after, qrels)["ndcg@10"], 4),
-            "p50 ms before": round(p50_before, 2),
-            "p50 ms after": round(p50_after, 2),
-        }
-    report["recovered"] = round(
-        report["typo"]["ndcg@10 after"] / report["clean"]["ndcg@10 after"], 3
-    )
+    report |= before_after(lambda qs: first_pages(searcher, qs), clean, typod, qrels)
     report["recovered before"] = round(
         report["typo"]["ndcg@10 before"] / report["clean"]["ndcg@10 before"], 3
     )

@@ -26,6 +26,7 @@ from bench import (
     page_fetch,
     scale_cluster,
     text_leg,
+    typos,
     vector_tuning,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
@@ -312,3 +313,18 @@ def test_isolation_bench_measures_cost_and_leaks_on_a_tiny_run(
     assert leak["across_boards_isolated"] == 1.0  # the residual isolation leaves
     assert out["embedded_leak_share_across_workspaces"] == 1.0
     assert not OpenSearch(opensearch_url).indices.get(index=f"{prefix}-*")
+
+
+def test_typos_bench_reports_both_sets_and_the_clauses_help_typod_queries(tmp_path: Path) -> None:
+    """The word-leg typo bench on the embedded store (NFCorpus dev, fake vectors): both query
+    sets measured with the clauses off and on, and on the typo'd copy they recover score."""
+    report = typos.main(["--backend", "embedded", "--db", str(tmp_path / "typos.db")])
+    assert report["queries"] > report["changed"] > 0
+    for name in ("clean", "typo"):
+        got = report[name]
+        assert 0 < got["ndcg@10 before"] <= 1 and 0 < got["ndcg@10 after"] <= 1
+        assert got["p50 ms before"] > 0 and got["p50 ms after"] > 0
+    assert report["typo"]["ndcg@10 after"] > report["typo"]["ndcg@10 before"]
+    assert report["recovered"] == round(
+        report["typo"]["ndcg@10 after"] / report["clean"]["ndcg@10 after"], 3
+    )
