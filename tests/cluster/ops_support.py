@@ -345,8 +345,6 @@ class HttpQueryClients(LoopGroup):
         super().__init__([HttpQueryLoop(url, t, pause) for t in tokens])
 
 
-
-
 @contextlib.contextmanager
 def serving_cluster(
     s: Settings, log: Path, principals: Sequence[str], **env_settings: str
