@@ -29,7 +29,13 @@ from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_v
 from suli.backends import keys
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, highlight, text_leg, vector_leg
+from suli.backends.opensearch_bodies import (
+    SOURCE_EXCLUDES,
+    highlight,
+    text_leg,
+    text_match,
+    vector_leg,
+)
 from suli.embedding import build_embedder
 from suli.models import Filters, SearchRequest
 from suli.service import Searcher
@@ -114,7 +120,7 @@ def hybrid_body(
             }
         },
         # Suli's own highlight block (the one its page fetch sends for the page's text hits)
-        "highlight": highlight(text_body["query"], fields),
+        "highlight": highlight(text_match(text, fields), fields),
     }
 
 

@@ -32,7 +32,13 @@ from bench.clustered import DIM, MODEL, WORKSPACE, queries
 from bench.overhead import pct
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import SOURCE_EXCLUDES, TextForm, highlight, text_leg
+from suli.backends.opensearch_bodies import (
+    SOURCE_EXCLUDES,
+    TextForm,
+    highlight,
+    text_leg,
+    text_match,
+)
 from suli.models import Filters, Principal
 from suli.settings import Settings
 from suli.text import only_common_words
@@ -52,7 +58,7 @@ def sides() -> dict[str, Callable[[LegQuery], dict[str, Any]]]:
     def highlighted(q: LegQuery) -> dict[str, Any]:
         assert q.text is not None
         return {**suli(q), "_source": {"excludes": SOURCE_EXCLUDES},
-                "highlight": highlight(suli(q)["query"], q.text_fields)}  # fmt: skip
+                "highlight": highlight(text_match(q.text, q.text_fields), q.text_fields)}  # fmt: skip
 
     return {"v3_form": v3_form, "suli": suli, "no_count": no_count, "highlighted": highlighted}
 

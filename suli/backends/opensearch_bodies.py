@@ -4,7 +4,7 @@ responses are read and written by suli.backends.opensearch_docs."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Literal
 
@@ -260,7 +260,7 @@ def facet_clauses(filters: Filters) -> list[dict[str, Any]]:
 
 
 # What fusion, the gates, explain and the page read of a leg's hit: read from doc values, so
-# no hit's `_source` (its body) is loaded; the page's items are fetched apart (page_body).
+# no hit's `_source` (its body) is loaded; the page's items are fetched apart (page_bodies).
 LEG_FIELDS = ["id", "outcome", "superseded_by"]
 # The text leg's order, made explicit so it can be continued (`search_after`): ties by item id,
 # which no segment merge renumbers (docs/decisions.md, "Ties are ordered by item id").
@@ -300,9 +300,11 @@ def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
     return body
 
 
-def highlight(text_query: dict[str, Any], flavour: TextFields) -> dict[str, Any]:
-    """One fragment per field of the page's items, marked where `text_query` (the text leg's
-    query) matches them."""
+def highlight(words: dict[str, Any], flavour: TextFields) -> dict[str, Any]:
+    """One fragment per field of the page's items, marked where `words` (the text leg's
+    scoring clause, text_match) match them. Never the leg's filters: the highlighter marks
+    every term a query names, and a filter's values ("artifact", a tag) would be marked
+    wherever they stand in an item's text as if they had been searched for."""
     return {
         "encoder": "html",
         "pre_tags": ["<mark>"],
@@ -313,7 +315,7 @@ def highlight(text_query: dict[str, Any], flavour: TextFields) -> dict[str, Any]
         # caption, which share its analyzer, so their terms are the query's terms.
         "require_field_match": False,
         "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
-        "highlight_query": text_query,
+        "highlight_query": words,
         "fields": {f: {} for f in HIGHLIGHT_FIELDS[flavour]},
     }
 
@@ -327,7 +329,7 @@ def vector_leg(
     without asking for more candidates: on the Lucene engine (k-NN 2.19) the node searches
     with max(k, ef_search) and may return that many hits, so `size` keeps the answer at k.
 
-    With words (`q.text`), each hit also says whether the text leg's query matches it, so
+    With words (`q.text`), each hit also says whether the text leg's words match it, so
     `total` needs no count of its own when the text leg was cut at depth: a named optional
     clause inside the k-NN filter (minimum_should_match 0 beside required filters: it narrows
     nothing, and the engine reports it per hit in `matched_queries`). Not a `should` beside the
@@ -336,7 +338,9 @@ def vector_leg(
     assert q.vector is not None
     within: dict[str, Any] = {"filter": filter_clauses(q.vis, q.filters, q.regex)}
     if q.text is not None:
-        words = text_leg(replace(q, text_after=None, text_offset=0), form)["query"]
+        # The text leg's scoring clause alone: its filters are this clause's required ones
+        # already, and repeating them would read the visibility document once more.
+        words = text_match(q.text, q.text_fields, form)
         within["should"] = [{"bool": {"filter": [words], "_name": WORDS_CLAUSE}}]
         within["minimum_should_match"] = 0
     knn: dict[str, Any] = {
@@ -350,26 +354,38 @@ def vector_leg(
     return {**_lean(q.depth), "query": query}
 
 
-def page_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+def page_bodies(q: PageQuery, form: TextForm = TEXT_FORM) -> list[dict[str, Any]]:
     """The page's items under the caller's visibility and the search's filters, applied
-    again (an item made invisible since the legs ran is simply absent), with highlights of
-    the text leg's query when the page holds text hits."""
-    body: dict[str, Any] = {
-        "size": len(q.ids),
+    again (an item made invisible since the legs ran is simply absent): its text hits with
+    highlights of the text leg's words, its meaning-only hits (which show their best passage)
+    in a second body without, so no highlighter runs over an item whose marks are not shown."""
+    marked = set(q.highlight_ids) if q.text is not None else set()
+    lit = [i for i in q.ids if i in marked]
+    plain = [i for i in q.ids if i not in marked]
+    out = []
+    if lit:
+        assert q.text is not None
+        body = _page_body(q, lit)
+        body["highlight"] = highlight(text_match(q.text, q.text_fields, form), q.text_fields)
+        out.append(body)
+    if plain or not out:
+        out.append(_page_body(q, plain))
+    return out
+
+
+def _page_body(q: PageQuery, ids: list[str]) -> dict[str, Any]:
+    return {
+        "size": len(ids),
         "_source": {"excludes": SOURCE_EXCLUDES},
         "query": {
             "bool": {
                 "filter": [
                     *filter_clauses(q.vis, q.filters, q.regex),
-                    {"terms": {"id": list(q.ids)}},
+                    {"terms": {"id": ids}},
                 ]
             }
         },
     }
-    if q.text is not None and q.highlight_ids:
-        leg = LegQuery(q.vis, q.filters, q.text, None, 0, q.text_fields, q.regex)
-        body["highlight"] = highlight(text_leg(leg, form)["query"], q.text_fields)
-    return body
 
 
 # OpenSearch's sort value of a document without the sort field, sorted descending with

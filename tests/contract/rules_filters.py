@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -324,6 +325,36 @@ class ResultShapeRules:
         assert scopes == {"itm_s1": "workspace", "itm_s2": "board", "itm_s3": "personal"}
         s3 = next(r for r in resp.results if r.id == "itm_s3")
         assert s3.superseded_by == "itm_s1" and s3.superseded is True
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def worded(cls, make_searcher: MakeSearcher) -> World:
+        """Items whose text holds the values a search's filters and visibility name."""
+        said = "zebra notes on the workspace, personal board, true approved artifact work"
+        items = [
+            item("itm_w1", "Zebra board", said, outcome="approved", tags=["work"], board="brd_a"),
+            item("itm_w2", "Zebra mine", said, uploader="prn_p", tags=["work"]),
+            item("itm_w3", "Zebra hidden", said, hidden=True, tags=["work"]),
+        ]
+        return make_searcher(items, [principal("prn_p")], [acl("brd_a", members=["prn_p"])])
+
+    @pytest.mark.parametrize(
+        "filters",
+        [
+            {},
+            {"kind": "artifact", "outcome": "approved", "tag": "work", "board": "brd_a"},
+        ],
+    )
+    def test_snippets_mark_the_searched_words_only(
+        self, worded: World, filters: dict[str, str]
+    ) -> None:
+        """A snippet marks the words searched for, never a value a filter or the visibility
+        rule names ("workspace", "personal", "board", a tag, an outcome, "true")."""
+        resp = worded.search("prn_p", "zebra", mode="text", include_hidden=True, **filters)
+        assert resp.results
+        for r in resp.results:
+            marked = {m.lower() for m in re.findall(r"<mark>(.*?)</mark>", r.snippet)}
+            assert marked == {"zebra"}, (r.id, r.snippet)
 
     def test_snippets_are_html_safe(self, shaped: World) -> None:
         for query in ("zebra", ""):

@@ -159,7 +159,9 @@ def test_vector_leg_says_which_hits_the_words_match_without_narrowing_them() -> 
     assert within["minimum_should_match"] == 0  # the words narrow nothing
     [named] = within["should"]
     assert named["bool"]["_name"] == b.WORDS_CLAUSE
-    assert named["bool"]["filter"] == [b.text_leg(q)["query"]]  # the text leg's own query
+    # The text leg's own scoring clause; its filters are the knn filter's required ones.
+    assert named["bool"]["filter"] == [b.text_leg(q)["query"]["bool"]["must"][0]]
+    assert b.text_leg(q)["query"]["bool"]["filter"] == within["filter"]
     assert {k: v for k, v in knn.items() if k != "filter"} == {
         k: v for k, v in plain.items() if k != "filter"
     }
@@ -179,16 +181,29 @@ def test_text_leg_continues_after_sort_values_or_an_offset() -> None:
 
 def test_page_fetch_reads_the_page_under_visibility_and_filters_with_highlights() -> None:
     page = b.PageQuery(VIS, ("itm_2", "itm_1"), FILTERS, None, "deploy", "stemmed", ("itm_2",))
-    body = b.page_body(page)
-    check("page", body)
-    clauses = body["query"]["bool"]["filter"]
-    assert clauses[:-1] == b.filter_clauses(VIS, FILTERS)  # visibility and filters again
-    assert clauses[-1] == {"terms": {"id": ["itm_2", "itm_1"]}} and body["size"] == 2
-    assert body["_source"] == {"excludes": ["vector", "embedded_text_sha"]}
-    hl = body["highlight"]
-    assert hl["highlight_query"] == b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 0))["query"]
+    lit, plain = b.page_bodies(page)
+    check("page", lit)
+    for body, ids in ((lit, ["itm_2"]), (plain, ["itm_1"])):
+        clauses = body["query"]["bool"]["filter"]
+        assert clauses[:-1] == b.filter_clauses(VIS, FILTERS)  # visibility and filters again
+        assert clauses[-1] == {"terms": {"id": ids}} and body["size"] == 1
+        assert body["_source"] == {"excludes": ["vector", "embedded_text_sha"]}
+    # Only the text hit is highlighted, by the text leg's words alone (no filter's values).
+    assert "highlight" not in plain
+    hl = lit["highlight"]
+    assert hl["highlight_query"] == b.text_match("deploy", "stemmed")
+    assert (
+        hl["highlight_query"]
+        == b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 0))["query"]["bool"]["must"][0]
+    )
     assert set(hl["fields"]) == {"title", "body", "caption"}
-    assert "highlight" not in b.page_body(replace(page, highlight_ids=()))  # no text hit on it
+    # No text hit on the page: one body, no highlight; every hit a text hit: one body too.
+    [only] = b.page_bodies(replace(page, highlight_ids=()))
+    assert "highlight" not in only and only["size"] == 2
+    [every] = b.page_bodies(replace(page, highlight_ids=("itm_1", "itm_2")))
+    assert "highlight" in every and every["query"]["bool"]["filter"][-1] == {
+        "terms": {"id": ["itm_2", "itm_1"]}
+    }
 
 
 def test_browse_continues_after_the_last_item() -> None:

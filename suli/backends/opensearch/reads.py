@@ -188,14 +188,16 @@ class Reads(Workspaces):
         )
 
     def page(self, query: PageQuery) -> Page:
-        """One `_msearch`: the page (visibility and filters applied again, highlights), the
-        replacements' visibility check, and a stored visibility's check (see `_read`)."""
+        """One `_msearch`: the page (visibility and filters applied again; its text hits
+        highlighted, the others not), the replacements' visibility check, and a stored
+        visibility's check (see `_read`)."""
         if not query.ids and not query.replacements:
             return Page()
         wanted = list(dict.fromkeys(query.replacements))
+        parts = len(bodies.page_bodies(query, self.text_form))
 
         def make(vis: Visibility) -> list[dict[str, Any]]:
-            out = [bodies.page_body(replace(query, vis=vis), self.text_form)]
+            out = bodies.page_bodies(replace(query, vis=vis), self.text_form)
             if wanted:
                 out.append(bodies.ids_body(vis, wanted, source=["id"]))
             return out
@@ -211,11 +213,12 @@ class Reads(Workspaces):
             return self.page(replace(query, text=None, highlight_ids=()))
         items: dict[str, Item] = {}
         highlights: dict[str, tuple[str, ...]] = {}
-        for h in got[0]["hits"]["hits"]:
-            it = docs.doc_to_item(h["_source"])
-            items[it.id] = it
-            highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
-        seen = frozenset(h["_source"]["id"] for h in got[1]["hits"]["hits"]) if wanted else None
+        for part in got[:parts]:  # text hits (highlighted) first, then the others
+            for h in part["hits"]["hits"]:
+                it = docs.doc_to_item(h["_source"])
+                items[it.id] = it
+                highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
+        seen = frozenset(h["_source"]["id"] for h in got[parts]["hits"]["hits"]) if wanted else None
         return Page(items, highlights, seen or frozenset())
 
     def _page_answers(
