@@ -8,7 +8,9 @@
 
 A closed loop: at each level, N client threads each send a request, wait for its answer and
 send the next, looping over the query list, for a short warm-up and then `seconds` measured.
-Side (a) is a running Suli service (token auth, body `{"q": ..., "limit": 10}`); side (b) is
+Side (a) is a running Suli service (token auth, body `{"q": ..., "limit": 10}`), and (a') the
+same search as `GET /api/v1/search?q=...&limit=10` (the token read with the legs; a POST's
+token is checked before its body is read, a round trip of its own); side (b) is
 one `hybrid` query (Suli's own BM25 and filtered k-NN legs as sub-queries, same visibility
 filter, same depth) through a search pipeline fusing them by RRF with k=60, which needs the
 neural-search plugin on the nodes (`suli cluster up --plugin neural-search`). Each level runs
@@ -48,7 +50,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import numpy as np
 from opensearchpy import OpenSearch
@@ -56,7 +58,9 @@ from opensearchpy import OpenSearch
 from bench.native_hybrid import PIPELINE, hybrid_body, put_rrf_pipeline
 from suli.visibility import Visibility
 
-SIDES = ("suli_http", "native_hybrid")
+# suli_http: POST with a JSON body (its token checked before the body is read, a round trip
+# of its own); suli_http_get: GET with the query in the URL (the token read with the legs).
+SIDES = ("suli_http", "suli_http_get", "native_hybrid")
 LEVELS = (1, 4, 16, 32)
 SEARCH_PATH = "/api/v1/search"
 
@@ -64,7 +68,8 @@ SEARCH_PATH = "/api/v1/search"
 @dataclass(frozen=True)
 class Side:
     """One side's requests, ready to send: per query a (base URL, path, body, headers), and
-    the check a 2xx answer must pass to count as a success."""
+    the check a 2xx answer must pass to count as a success. A GET side has a path per query
+    (`paths`) and sends no body."""
 
     name: str
     urls: tuple[str, ...]  # client i talks to urls[i % len(urls)]
@@ -72,6 +77,17 @@ class Side:
     bodies: tuple[bytes, ...]
     headers: Mapping[str, str]
     complete: Callable[[bytes], bool]
+    paths: tuple[str, ...] = ()
+
+    def send(self, conn: http.client.HTTPConnection, q: int) -> None:
+        """Query q's request (mod the number of queries) on `conn`."""
+        if self.paths:
+            conn.request("GET", self.paths[q % len(self.paths)], headers=self.headers)
+        else:
+            conn.request("POST", self.path, self.bodies[q % len(self.bodies)], self.headers)
+
+    def __len__(self) -> int:
+        return len(self.paths or self.bodies)
 
 
 def suli_complete(data: bytes) -> bool:
@@ -110,7 +126,6 @@ def _client(
     """Loop until end_at: send, wait, record; requests started before measure_at are warm-up."""
     tally = _Tally()
     conn = _connection(side.urls[i % len(side.urls)], timeout)
-    n = len(side.bodies)
     q = i * 7  # clients start at different queries, so they do not all send the same one
     cpu0: float | None = None
     go.wait()
@@ -124,7 +139,7 @@ def _client(
                 cpu0 = time.thread_time()
             error = None
             try:
-                conn.request("POST", side.path, side.bodies[q % n], side.headers)
+                side.send(conn, q)
                 resp = conn.getresponse()
                 data = resp.read()
                 if not 200 <= resp.status < 300:
@@ -160,9 +175,9 @@ def prime(side: Side, timeout: float = 60.0) -> dict[str, int]:
     errors: Counter[str] = Counter()
     conn = _connection(side.urls[0], timeout)
     try:
-        for body in side.bodies:
+        for q in range(len(side)):
             try:
-                conn.request("POST", side.path, body, side.headers)
+                side.send(conn, q)
                 resp = conn.getresponse()
                 data = resp.read()
                 if not 200 <= resp.status < 300:
@@ -280,6 +295,15 @@ def build_sides(
         {**json_headers, "Authorization": f"Bearer {token}"},
         suli_complete,
     )
+    get = Side(
+        "suli_http_get",
+        suli.urls,
+        SEARCH_PATH,
+        (),
+        {"Connection": "keep-alive", "Authorization": f"Bearer {token}"},
+        suli_complete,
+        tuple(f"{SEARCH_PATH}?{urlencode({'q': q, 'limit': limit})}" for q in queries),
+    )
     native_bodies = []
     for i, q in enumerate(queries):
         body = hybrid_body(visibility, q, _vector_of(vectors, queries, i), depth)
@@ -293,7 +317,7 @@ def build_sides(
         json_headers,
         opensearch_complete,
     )
-    return {suli.name: suli, native.name: native}
+    return {suli.name: suli, get.name: get, native.name: native}
 
 
 def run_levels(
@@ -351,7 +375,7 @@ def run_levels(
     if seconds <= 0 or warmup < 0 or blocks < 1:
         raise ValueError("seconds must be > 0, warmup >= 0 and blocks >= 1")
     os_urls = [os_url] if isinstance(os_url, str) else list(os_url)
-    names = SIDES if native else tuple(n for n in SIDES if n == "suli_http")
+    names = SIDES if native else tuple(n for n in SIDES if n != "native_hybrid")
     if native:
         client = OpenSearch(os_urls, timeout=60)
         try:
@@ -381,6 +405,9 @@ def run_levels(
         native_qps = row["native_hybrid"]["qps"] if native else None
         row["qps_ratio_suli_over_native"] = (
             round(row["suli_http"]["qps"] / native_qps, 3) if native_qps else None
+        )
+        row["qps_ratio_suli_get_over_native"] = (
+            round(row["suli_http_get"]["qps"] / native_qps, 3) if native_qps else None
         )
         row["load_avg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
         rows.append(row)

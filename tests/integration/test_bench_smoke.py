@@ -207,11 +207,12 @@ def test_scale_cluster_concurrency_measures_suli_alone_without_neural_search(
     assert report["errors"] == []
     assert not has_native_hybrid(OpenSearch(opensearch_url))
     row = {r["phase"]: r for r in report["rows"]}["concurrency"]
-    assert row["prime_errors"] == {"suli_http": {}}
+    assert row["prime_errors"] == {"suli_http": {}, "suli_http_get": {}}
     (level,) = row["levels"]
     assert "native_hybrid" not in level and level["qps_ratio_suli_over_native"] is None
-    got = level["suli_http"]
-    assert got["errors"] == 0 and got["ok"] == got["requests"] > 0 and got["qps"] > 0
+    for side in ("suli_http", "suli_http_get"):  # POST with a body, GET with the query in the URL
+        got = level[side]
+        assert got["errors"] == 0 and got["ok"] == got["requests"] > 0 and got["qps"] > 0
 
 
 def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
@@ -234,10 +235,10 @@ def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
             suli_url, token, url, alias, queries, overhead.query_vectors(queries), vis,
             levels=(1, 2), seconds=2, warmup=0.3,
         )  # fmt: skip
-    assert report["prime_errors"] == {"suli_http": {}, "native_hybrid": {}}
+    assert report["prime_errors"] == {"suli_http": {}, "suli_http_get": {}, "native_hybrid": {}}
     assert [row["clients"] for row in report["levels"]] == [1, 2]
     for row in report["levels"]:
-        for side in ("suli_http", "native_hybrid"):
+        for side in ("suli_http", "suli_http_get", "native_hybrid"):
             got = row[side]
             assert (got["errors"], got["warmup_errors"], got["error_kinds"]) == (0, 0, {}), got
             assert got["ok"] == got["requests"] > 0 and got["warmup_requests"] > 0, got
@@ -248,6 +249,9 @@ def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
             assert got["client_cpu_s"] > 0 and got["client_cores"] > 0
         assert row["qps_ratio_suli_over_native"] == round(
             row["suli_http"]["qps"] / row["native_hybrid"]["qps"], 3
+        )
+        assert row["qps_ratio_suli_get_over_native"] == round(
+            row["suli_http_get"]["qps"] / row["native_hybrid"]["qps"], 3
         )
 
 

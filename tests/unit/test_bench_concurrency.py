@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from bench import concurrency
+from suli.visibility import Visibility
 
 _served = itertools.count()
 
@@ -33,6 +34,15 @@ class _Flaky(BaseHTTPRequestHandler):
         elif n % 7 == 6:
             body = b'{"results":[],"degraded":[{"leg":"vector"}]}'
         self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        # A GET side's request: no body; the query is in the path.
+        assert self.path.startswith("/api/v1/search?q=")
+        body = b'{"results":[],"degraded":[]}'
+        self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -70,6 +80,20 @@ def test_errors_and_partial_answers_are_counted_never_dropped(flaky_url: str) ->
     assert sum(got["error_kinds"].values()) == got["errors"]
     assert got["qps"] == pytest.approx(got["ok"] / got["elapsed_s"], rel=0.01)  # both rounded
     assert got["elapsed_s"] >= 0.6
+
+
+def test_a_get_side_sends_each_query_in_its_url(flaky_url: str) -> None:
+    sides = concurrency.build_sides(
+        flaky_url, "tok", ["http://127.0.0.1:9"], "idx", ["a b", "c&d"], {"a b": [0.0], "c&d": [1.0]},
+        Visibility("ws", "prn", frozenset()), depth=5, limit=3, pipeline="p",
+    )  # fmt: skip
+    get = sides["suli_http_get"]
+    assert get.paths == ("/api/v1/search?q=a+b&limit=3", "/api/v1/search?q=c%26d&limit=3")
+    assert len(get) == 2 and get.headers["Authorization"] == "Bearer tok"
+    assert concurrency.prime(get) == {}  # both answered 200 with a whole answer
+    tallies, elapsed = concurrency.run_block(get, clients=2, seconds=0.3, warmup=0.1)
+    got = concurrency.summarise(tallies, elapsed)
+    assert got["ok"] == got["requests"] > 0 and got["errors"] == 0
 
 
 def test_a_refused_connection_is_an_error_of_its_side() -> None:
