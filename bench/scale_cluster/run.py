@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -90,8 +89,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     g.add_argument(
         "--serve-workers",
         type=int,
-        default=os.cpu_count() or 1,
-        help="`suli serve --workers` for the concurrency phase (default: one per core)",
+        default=1,
+        # Each worker process has its own query-vector cache and the prime pass (one
+        # keep-alive connection) warms one of them: with two, the other embedded queries
+        # inside the measured window (p50 at one client 101-116 ms against 47 ms with one
+        # worker). One worker serves ~100 searches/s of Python (9.4 ms CPU each), above what
+        # 3 nodes on 2 cores answer.
+        help="`suli serve --workers` for the concurrency phase (default 1: see above)",
     )
     g.add_argument("--concurrency-seconds", type=float, default=30)
     args = ap.parse_args(argv)

@@ -18,6 +18,7 @@ from opensearchpy import OpenSearch
 import devcluster
 from bench import (
     concurrency,
+    engine_cpu,
     filtered_knn,
     indexing_scale,
     mapping_variant,
@@ -139,6 +140,8 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
                                "--compare", f"{prefix}-offsets", "--queries", "4", "--rounds", "1"])  # fmt: skip
         fetches = page_fetch.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
                                    "--queries", "8", "--rounds", "1"])  # fmt: skip
+        cpu = engine_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
+                               "--queries", "8", "--rounds", "1"])  # fmt: skip
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
     assert variant["copied"] == n and variant["failures"] == 0
@@ -160,6 +163,16 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     for side in ("with_highlight", "highlight_exact_words_only", "without_highlight"):
         got = fetches[side]
         assert got["n"] == fetches["pages_with_highlights"] and 0 < got["p50_ms"] <= got["p99_ms"]
+    # The node has no neural-search: Suli's requests only, each kind replayed over its requests.
+    assert (cpu["native"], cpu["legs_requests"]) == (False, 8) and 0 < cpu["page_requests"] <= 8
+    kinds = ("suli_legs", "suli_legs_no_words", "suli_page", "suli_page_exact_words",
+             "suli_page_no_highlight")  # fmt: skip
+    assert set(kinds) <= set(cpu) and "native_hybrid" not in cpu
+    for kind in kinds:
+        assert cpu[kind]["cpu_ms_median"] >= 0 and cpu[kind]["wall_ms_median"] > 0
+    assert cpu["suli_search_cpu_ms"] == round(
+        cpu["suli_legs"]["cpu_ms_median"] + cpu["suli_page"]["cpu_ms_median"], 2
+    )
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
     assert list(rows) == ["cluster", "load", "settle", "latency", "writes", "recall",

@@ -1,0 +1,240 @@
+"""What the nodes spend per request: Suli's legs and page fetch against the native hybrid query.
+
+    python -m bench.engine_cpu --url http://127.0.0.1:9241 [--n 100000] [--queries 200]
+        [--rounds 2] [--out bench/results/engine_cpu_100k_X.json]
+
+Throughput at many clients is bounded by CPU: on a machine whose cores the nodes share, the
+queries per second a side can answer follow the CPU each of its requests costs the nodes.
+This bench measures that cost directly. On an index the scale bench loaded
+(`bench.scale_cluster`), each query goes once through `Searcher.search` (limit 10, a first
+page) and the legs' request (`LegQuery`) and the page request (`PageQuery`) it made are kept.
+Then every kind of request below is replayed over all queries, one at a time, and the nodes'
+process CPU (`_nodes/stats/process`, summed over the nodes) before and after the batch gives
+CPU milliseconds per request; wall milliseconds per request beside it. Kinds:
+
+    suli_legs                 both legs' `_msearch` as Suli sends it
+    suli_legs_no_words        the same without the vector leg's words clause (the clause that
+                              makes `total` exact without a second count)
+    suli_page                 the page fetch as Suli sends it (highlights of its text hits)
+    suli_page_exact_words     its highlight query without the typo clauses
+    suli_page_no_highlight    the page's `_source` only
+    native_hybrid             one `hybrid` query of the same two legs, RRF pipeline, size 10,
+                              Suli's highlight block (only with neural-search on every node)
+    native_no_highlight       the same without highlight
+
+Each round replays every kind in turn (the order rotating by round), after a warm-up of 20
+requests. The nodes' CPU includes whatever else runs on them, and each reading waits 1.2 s
+for the nodes' stats to refresh (their idle CPU then counts too; `idle_cpu_ms_per_s` says how
+much): run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench.clustered import WORKSPACE
+from bench.native_hybrid import PIPELINE, hybrid_body, put_rrf_pipeline
+from bench.scale_cluster.concurrency import has_native_hybrid
+from bench.scale_cluster.run import parse_args
+from bench.scale_cluster.size import SizeRun
+from bench.typos import typo_clauses_off
+from suli.backends.base import LegQuery, LegResults, Page, PageQuery
+from suli.models import SearchRequest
+from suli.visibility import visibility_for
+
+WARMUP = 20
+
+
+def kept_requests(run: SizeRun, texts: list[str]) -> tuple[list[LegQuery], list[PageQuery]]:
+    """The legs' and the page's requests of each query's first page."""
+    backend = run.backend
+    search, page = backend.search, backend.page
+    legs: list[LegQuery] = []
+    pages: list[PageQuery] = []
+
+    def keep_legs(q: LegQuery) -> LegResults:
+        legs.append(q)
+        return search(q)
+
+    def keep_page(q: PageQuery) -> Page:
+        pages.append(q)
+        return page(q)
+
+    backend.search = keep_legs  # type: ignore[method-assign,assignment]
+    backend.page = keep_page  # type: ignore[method-assign,assignment]
+    try:
+        for text in texts:
+            run.searcher.search(run.principal, SearchRequest(query=text, limit=10))
+    finally:
+        backend.search = search  # type: ignore[method-assign]
+        backend.page = page  # type: ignore[method-assign]
+    return legs, pages
+
+
+@contextmanager
+def without_words_clause(run: SizeRun) -> Iterator[None]:
+    """The legs' `_msearch` with the vector leg's named words clause taken out."""
+    client = run.backend.client
+    msearch = client.msearch
+
+    def lean(body: list[dict[str, Any]], params: Any = None, **kw: Any) -> Any:
+        for line in body:
+            knn = (line.get("query") or {}).get("knn")
+            if knn:
+                within = knn["vector"]["filter"]["bool"]
+                within.pop("should", None)
+                within.pop("minimum_should_match", None)
+        return msearch(body=body, params=params, **kw)
+
+    client.msearch = lean
+    try:
+        yield
+    finally:
+        client.msearch = msearch
+
+
+Kind = tuple[Callable[[int], Any], int]  # request i of n
+
+
+def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
+          pages: list[PageQuery], native: bool) -> dict[str, Kind]:  # fmt: skip
+    """Each kind of request: a function of the request's position, and how many there are
+    (a query whose legs found nothing made no page request)."""
+    be = run.backend
+
+    def legs_no_words(i: int) -> Any:
+        with without_words_clause(run):
+            return be.search(legs[i])
+
+    def page_exact(i: int) -> Any:
+        with typo_clauses_off():
+            return be.page(pages[i])
+
+    def page_plain(i: int) -> Any:
+        return be.page(replace(pages[i], text=None, highlight_ids=()))
+
+    out: dict[str, Kind] = {
+        "suli_legs": (lambda i: be.search(legs[i]), len(legs)),
+        "suli_legs_no_words": (legs_no_words, len(legs)),
+        "suli_page": (lambda i: be.page(pages[i]), len(pages)),
+        "suli_page_exact_words": (page_exact, len(pages)),
+        "suli_page_no_highlight": (page_plain, len(pages)),
+    }
+    if native:
+        put_rrf_pipeline(be.client)
+        vis = visibility_for(run.principal, be.acls(WORKSPACE))
+        depth = run.settings.candidate_depth
+
+        def hybrid(i: int, highlighted: bool = True) -> Any:
+            body = hybrid_body(vis, texts[i], vecs[i], depth)
+            if not highlighted:
+                body.pop("highlight")
+            return be.client.search(
+                index=run.alias, body=body, params={"search_pipeline": PIPELINE}
+            )
+
+        out["native_hybrid"] = (hybrid, len(texts))
+        out["native_no_highlight"] = (lambda i: hybrid(i, highlighted=False), len(texts))
+    return out
+
+
+# A node refreshes its process stats once a second (`monitor.process.refresh_interval`): each
+# reading waits past that, so it counts the batch it follows (and ~1 s of idle nodes).
+STATS_REFRESH_S = 1.2
+
+
+def nodes_cpu_ms(run: SizeRun) -> int:
+    """The nodes' process CPU so far, summed, read once their stats have been refreshed."""
+    time.sleep(STATS_REFRESH_S)
+    stats = run.backend.client.nodes.stats(metric="process")
+    return sum(int(n["process"]["cpu"]["total_in_millis"]) for n in stats["nodes"].values())
+
+
+def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]:
+    """CPU and wall milliseconds per request of each kind, per round and their medians."""
+    cpu: dict[str, list[float]] = {k: [] for k in sides}
+    wall: dict[str, list[float]] = {k: [] for k in sides}
+    names = list(sides)
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn, n = sides[name]
+            for i in range(min(WARMUP, n)):
+                fn(i)
+            c0 = nodes_cpu_ms(run)
+            t0 = time.perf_counter()
+            for i in range(n):
+                fn(i)
+            t1 = time.perf_counter()
+            c1 = nodes_cpu_ms(run)
+            cpu[name].append(round((c1 - c0) / n, 2))
+            wall[name].append(round((t1 - t0) * 1000 / n, 2))
+    out: dict[str, Any] = {
+        name: {
+            "cpu_ms_per_request": cpu[name],
+            "cpu_ms_median": round(statistics.median(cpu[name]), 2),
+            "wall_ms_per_request": wall[name],
+            "wall_ms_median": round(statistics.median(wall[name]), 2),
+        }
+        for name in names
+    }
+    suli = out["suli_legs"]["cpu_ms_median"] + out["suli_page"]["cpu_ms_median"]
+    out["suli_search_cpu_ms"] = round(suli, 2)
+    if "native_hybrid" in out:
+        out["suli_over_native_cpu"] = round(suli / out["native_hybrid"]["cpu_ms_median"], 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--prefix", default="bench-sc", help="the scale bench's --prefix")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    scale = parse_args(["--url", args.url, "--sizes", str(args.n), "--queries", str(args.queries),
+                        "--prefix", args.prefix])  # fmt: skip
+    run = SizeRun(scale, args.url, 3, args.n)
+    run.require_loaded()
+    texts, vecs = run.query_set
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    legs, pages = kept_requests(run, texts)
+    native = has_native_hybrid(run.backend.client)
+    sides = kinds(run, texts, vecs, legs, pages, native)
+    idle0, t0 = nodes_cpu_ms(run), time.perf_counter()
+    idle = (nodes_cpu_ms(run) - idle0) / (time.perf_counter() - t0)
+    report: dict[str, Any] = {
+        "alias": run.alias,
+        "idle_cpu_ms_per_s": round(idle, 1),
+        "queries": len(texts),
+        "legs_requests": len(legs),
+        "page_requests": len(pages),
+        "rounds": args.rounds,
+        "nodes": len(run.backend.client.nodes.stats(metric="process")["nodes"]),
+        "native": native,
+        "load_avg_before": load_before,
+        **measure(run, sides, args.rounds),
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        given = " ".join(sys.argv[1:] if argv is None else argv)
+        args.out.write_text(f"$ python -m bench.engine_cpu {given}\n{text}\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()
