@@ -1,14 +1,22 @@
 """The latency phase: Suli core, Suli HTTP and raw `_msearch` of the same bodies, interleaved
-query by query; also timed by the writes phase while a writer runs."""
+query by query; also timed by the writes phase while a writer runs.
+
+Two raw sides: `raw_msearch` sends the two legs only; `raw_legs_and_page` sends the legs and
+then the page fetch Suli made for that query (kept from a pass before the timed rounds), as
+two `_msearch` requests from opensearch-py: the requests of a core search without Suli's
+Python around them (its visibility inline, where Suli's reads a stored document)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bench.clustered import WORKSPACE
 from bench.overhead import interleave, pct, raw_bodies, summarise
 from bench.scale_cluster.size import SizeRun
+from suli.backends import opensearch_bodies as bodies
+from suli.backends.base import Page, PageQuery
 from suli.models import SearchRequest
 from suli.visibility import visibility_for
 
@@ -39,14 +47,27 @@ def timed(run: SizeRun) -> dict[str, Any]:
             lines += [{"index": alias}, body]
         return client.msearch(body=lines)
 
+    pages = kept_pages(run, texts)
+
+    def raw_with_page(q: str) -> Any:
+        legs = raw(q)
+        page = pages.get(q)
+        if page is None:  # the legs found nothing: no page fetch
+            return legs
+        made = bodies.page_bodies(replace(page, vis=vis), run.backend.text_form)
+        if page.replacements:
+            made.append(bodies.ids_body(vis, list(page.replacements), source=["id"]))
+        return client.msearch(body=[x for b in made for x in ({"index": alias}, b)])
+
     http, headers = run.http
 
     def over_http(q: str) -> Any:
         params: dict[str, Any] = {"q": q, "limit": 10}
         return http.get("/api/v1/search", params=params, headers=headers).raise_for_status()
 
-    sides: dict[str, Callable[[str], Any]] = {"raw_msearch": raw, "suli_core": core,
-                                              "suli_http": over_http}  # fmt: skip
+    sides: dict[str, Callable[[str], Any]] = {"raw_msearch": raw,
+                                              "raw_legs_and_page": raw_with_page,
+                                              "suli_core": core, "suli_http": over_http}  # fmt: skip
     for q in texts[: run.args.warmup]:  # warm caches and connections on every side
         for fn in sides.values():
             fn(q)
@@ -60,3 +81,23 @@ def timed(run: SizeRun) -> dict[str, Any]:
         "core_phases_p50_ms": {k: round(pct(v, 50), 2) for k, v in phases.items()},
         "core_phases_p99_ms": {k: round(pct(v, 99), 2) for k, v in phases.items()},
     }  # fmt: skip
+
+
+def kept_pages(run: SizeRun, texts: list[str]) -> dict[str, PageQuery]:
+    """The first page request Suli's search of each query made (none when nothing matched)."""
+    backend = run.backend
+    fetch = backend.page
+    kept: dict[str, PageQuery] = {}
+    text = ""
+
+    def keep(query: PageQuery) -> Page:
+        kept.setdefault(text, query)
+        return fetch(query)
+
+    backend.page = keep  # type: ignore[method-assign]
+    try:
+        for text in texts:
+            run.searcher.search(run.principal, SearchRequest(query=text, limit=10))
+    finally:
+        backend.page = fetch  # type: ignore[method-assign]
+    return kept

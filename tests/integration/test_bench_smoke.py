@@ -186,7 +186,7 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert rows["settle"]["timed_out"] is False
     for phase in ("latency", "writes"):
         sides = rows[phase]["sides"]
-        assert set(sides) == {"raw_msearch", "suli_core", "suli_http"}
+        assert set(sides) == {"raw_msearch", "raw_legs_and_page", "suli_core", "suli_http"}
         assert all(s["n"] == 20 and s["p50_ms"] > 0 for s in sides.values())
         assert {"acl", "msearch", "vector_took"} <= set(rows[phase]["core_phases_p50_ms"])
     writes = rows["writes"]
