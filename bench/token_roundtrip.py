@@ -33,6 +33,7 @@ from typing import Any
 from bench.overhead import http_client, summarise
 from indexer.pipeline import index_items
 from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch.client import counting
 from suli.embedding import FakeEmbedder
 from suli.models import BoardAcl, Principal
 from suli.service import Searcher
@@ -100,21 +101,9 @@ def build(url: str, name: str, n_items: int) -> tuple[Searcher, list[str]]:
 
 
 def counted(backend: OpenSearchBackend, fn: Callable[[], Any]) -> list[str]:
-    sent: list[str] = []
-    conns = list(backend.client.transport.connection_pool.connections)
-    for conn in conns:
-        real = conn.perform_request
-
-        def wrapped(method: str, url: str, *a: Any, _real: Any = real, **kw: Any) -> Any:
-            sent.append(f"{method} {url.split('?')[0].rsplit('/', 1)[-1]}")
-            return _real(method, url, *a, **kw)
-
-        conn.perform_request = wrapped  # type: ignore[method-assign]
-    try:
+    """The requests `fn` makes through the backend's client ("METHOD endpoint")."""
+    with counting(backend.client) as sent:
         fn()
-    finally:
-        for conn in conns:
-            del conn.perform_request
     return sent
 
 

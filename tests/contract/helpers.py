@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
-from opensearchpy import OpenSearch
 
 from indexer.pipeline import Summary, index_items
 from suli.backends.base import Backend, Facets
 from suli.backends.memory import MemoryBackend
+from suli.backends.opensearch.client import counting as counting  # tests import it here
 from suli.embedding import Embedder, FakeEmbedder, FloatArray, ProgressFn
 from suli.models import BoardAcl, Filters, Item, Principal, SearchResponse
 from suli.service import Card, Searcher
@@ -25,30 +24,6 @@ WS = "ws_main"
 OTHER_WS = "ws_other"
 T0 = datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
 DIM = 64  # small vectors keep the test indices light; the rules do not depend on the size
-
-
-# ---- requests reaching OpenSearch -----------------------------------------------------------
-
-
-@contextmanager
-def counting(client: OpenSearch) -> Iterator[list[str]]:
-    """The requests `client` sends while inside ("METHOD endpoint"), counted at each pooled
-    connection's `perform_request`: nothing stands in for the engine."""
-    sent: list[str] = []
-    conns = list(client.transport.connection_pool.connections)
-    for conn in conns:
-        real = conn.perform_request
-
-        def counted(method: str, url: str, *a: Any, _real: Any = real, **kw: Any) -> Any:
-            sent.append(f"{method} {url.split('?')[0].rsplit('/', 1)[-1]}")
-            return _real(method, url, *a, **kw)
-
-        conn.perform_request = counted  # type: ignore[method-assign]
-    try:
-        yield sent
-    finally:
-        for conn in conns:
-            del conn.perform_request  # the class's method again
 
 
 # ---- items, principals, ACLs -----------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import opensearchpy
@@ -204,3 +205,25 @@ class Connection:
         return wrap(
             lambda: self.client.search(index=index or self.alias, body=body, params=params), what
         )
+
+
+@contextlib.contextmanager
+def counting(client: OpenSearch) -> Iterator[list[str]]:
+    """The requests `client` sends while inside ("METHOD endpoint"), counted at each pooled
+    connection's `perform_request` (the round trips of a search, for tests and benches:
+    nothing stands in for the engine)."""
+    sent: list[str] = []
+    conns = list(client.transport.connection_pool.connections)
+    for conn in conns:
+        real = conn.perform_request
+
+        def counted(method: str, url: str, *a: Any, _real: Any = real, **kw: Any) -> Any:
+            sent.append(f"{method} {url.split('?')[0].rsplit('/', 1)[-1]}")
+            return _real(method, url, *a, **kw)
+
+        conn.perform_request = counted
+    try:
+        yield sent
+    finally:
+        for conn in conns:
+            del conn.perform_request  # the class's method again
