@@ -87,7 +87,7 @@ def typo_clauses_off() -> Iterator[None]:
         mock.patch.object(
             embedded_typos,
             "text_match",
-            lambda c, vis, text, flavour: embedded_typos.TextMatch(
+            lambda c, vis, text, flavour, *_: embedded_typos.TextMatch(
                 embedded_typos.match_expression(text, flavour), None
             ),
         ),

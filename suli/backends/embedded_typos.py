@@ -11,11 +11,19 @@ correction is kept only when it occurs in an item the caller can see (checked by
 the visibility rule), so another tenant's words neither enter the query nor crowd a visible
 correction out of the MAX_EXPANSIONS kept; the candidates are ranked by distance, then
 alphabetically, never by a document frequency that invisible items would share in.
+
+Reading a first letter's words from the vocabulary walks every posting of them (fts5vocab
+counts documents as it goes): about 2 ms a letter at 3,600 documents and 30 at 100,000, so a
+word's corrections cost more than its whole exact match. A `Vocabulary` keeps, for one generation of the store
+(whose every write makes a new one), the words of each letter read so far and each word's
+corrections per caller: the same answers, read once.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +48,7 @@ VOCAB_TABLE = "suli_vocab"  # a per-connection fts5vocab over fts_plain: every w
 # near-misses the vocabulary holds.
 MAX_CHECKS = 3 * MAX_EXPANSIONS
 _TERM_END = "\U0010ffff"  # sorts after every term with the same head
+CORRECTIONS_KEPT = 4_096  # (caller, word) pairs per generation
 
 
 def vocab_schema() -> list[str]:
@@ -79,11 +88,59 @@ class TextMatch:
         """SQL over items `i`: the row matches in any tier (for counts and facets)."""
         ors: list[str] = []
         params: list[Any] = []
-        for table, expr in ((FTS_TABLES[flavour], self.either), (FTS_TABLES["plain"], self.prefix)):
-            if expr is not None:
-                ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
-                params.append(expr)
+        for table, expr in self.tiers(flavour):
+            ors.append(f"i.rowid IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)")
+            params.append(expr)
         return (f"({' OR '.join(ors)})" if ors else "0"), params
+
+    def rows(self, flavour: TextFields) -> tuple[str, list[Any]] | None:
+        """A SELECT of the rowids that match in any tier, each once; None: none can."""
+        parts = [f"SELECT rowid FROM {t} WHERE {t} MATCH ?" for t, _ in self.tiers(flavour)]
+        if not parts:
+            return None
+        return " UNION ".join(parts), [e for _, e in self.tiers(flavour)]
+
+    def tiers(self, flavour: TextFields) -> list[tuple[str, str]]:
+        """(FTS table, MATCH expression) of each tier a row may match in, as counts see them."""
+        pairs = ((FTS_TABLES[flavour], self.either), (FTS_TABLES["plain"], self.prefix))
+        return [(table, expr) for table, expr in pairs if expr is not None]
+
+
+class Vocabulary:
+    """The unstemmed words by first letters and length, and corrections by (visibility,
+    word), for one generation of the store; shared by its threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._heads: dict[str, dict[int, list[str]]] = {}
+        self._corrections: OrderedDict[tuple[Visibility, str], list[str]] = OrderedDict()
+
+    def terms(self, c: sqlite3.Connection, head: str, shortest: int, longest: int) -> list[str]:
+        """The words starting with `head` of `shortest` to `longest` characters."""
+        with self._lock:
+            got = self._heads.get(head)
+        if got is None:
+            got = {}
+            for (term,) in c.execute(
+                f"SELECT term FROM temp.{VOCAB_TABLE} WHERE term >= ? AND term < ?",
+                (head, head + _TERM_END),
+            ):
+                got.setdefault(len(term), []).append(term)
+            with self._lock:
+                self._heads[head] = got
+        return [t for n in range(shortest, longest + 1) for t in got.get(n, ())]
+
+    def corrections(self, c: sqlite3.Connection, vis: Visibility, word: str) -> list[str]:
+        """corrections(c, vis, word), found once."""
+        with self._lock:
+            got = self._corrections.get((vis, word))
+        if got is None:
+            got = corrections(c, vis, word, self)
+            with self._lock:
+                self._corrections[(vis, word)] = got
+                while len(self._corrections) > CORRECTIONS_KEPT:
+                    self._corrections.popitem(last=False)
+        return got
 
 
 def _visible(c: sqlite3.Connection, term: str, sql: str, params: list[Any]) -> bool:
@@ -97,19 +154,24 @@ def _visible(c: sqlite3.Connection, term: str, sql: str, params: list[Any]) -> b
     return row is not None
 
 
-def corrections(c: sqlite3.Connection, vis: Visibility, word: str) -> list[str]:
+def corrections(
+    c: sqlite3.Connection, vis: Visibility, word: str, vocab: Vocabulary | None = None
+) -> list[str]:
     """Words of items `vis` may see within max_edits(word) of `word` (not itself), nearest
-    first, at most MAX_EXPANSIONS."""
+    first, at most MAX_EXPANSIONS. `vocab`: the generation's words, if read already."""
     k = max_edits(word)
     head = word[:PREFIX_LENGTH]
-    terms = [
-        r[0]
-        for r in c.execute(
-            f"SELECT term FROM temp.{VOCAB_TABLE} WHERE term >= ? AND term < ? "
-            "AND length(term) BETWEEN ? AND ?",
-            (head, head + _TERM_END, len(word) - k, len(word) + k),
-        )
-    ]
+    if vocab is not None:
+        terms = vocab.terms(c, head, len(word) - k, len(word) + k)
+    else:
+        terms = [
+            r[0]
+            for r in c.execute(
+                f"SELECT term FROM temp.{VOCAB_TABLE} WHERE term >= ? AND term < ? "
+                "AND length(term) BETWEEN ? AND ?",
+                (head, head + _TERM_END, len(word) - k, len(word) + k),
+            )
+        ]
     near = process.extract(word, terms, scorer=OSA.distance, score_cutoff=k, limit=None)
     # Never a common word: it would make one count as a match (DESIGN 3.5).
     ranked = sorted((int(d), t) for t, d, _ in near if d > 0 and t not in ENGLISH_STOPWORDS)
@@ -124,14 +186,22 @@ def corrections(c: sqlite3.Connection, vis: Visibility, word: str) -> list[str]:
     return out
 
 
-def text_match(c: sqlite3.Connection, vis: Visibility, text: str, flavour: TextFields) -> TextMatch:
-    """The exact expression of `text` and its typo tier, under `vis`'s vocabulary."""
+def text_match(
+    c: sqlite3.Connection,
+    vis: Visibility,
+    text: str,
+    flavour: TextFields,
+    vocab: Vocabulary | None = None,
+) -> TextMatch:
+    """The exact expression of `text` and its typo tier, under `vis`'s vocabulary (`vocab`:
+    the store generation's, which keeps what it read)."""
     exact = match_expression(text, flavour)
     if flavour == "plain":  # only common words: they are never corrected
         return TextMatch(exact, None)
     typo: list[str] = []
     for w in typo_words(text):
-        typo += [quote_word(t) for t in corrections(c, vis, w)]
+        found = corrections(c, vis, w) if vocab is None else vocab.corrections(c, vis, w)
+        typo += [quote_word(t) for t in found]
     last = prefix_word(text)
     unique = list(dict.fromkeys(typo))
     return TextMatch(

@@ -3,8 +3,9 @@
 Every write to the SQLite file moves its generation on (a counter in the meta table, so
 writes by other processes count too). Whatever a process derived from the file is kept
 for one generation only: the float32 matrix of all vectors, the candidate rows that SQL
-found for a visibility + filters WHERE clause, and facet counts. Exactness never depends
-on a cache: each entry is what SQL answered for that very snapshot.
+found for a visibility + filters WHERE clause, facet counts, the vocabulary's words read for
+typo corrections, and a query's words with the corrections its caller's visibility allows.
+Exactness never depends on a cache: each entry is what SQL answered for that very snapshot.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from suli.backends.embedded_typos import Vocabulary
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
 T = TypeVar("T")
 
 CANDIDATE_SETS = 16  # per generation: a principal's repeated searches skip the SQL scan
 FACET_SETS = 64
+TEXT_SETS = 64  # a query's words and corrections, per caller: the page fetch reads them again
 GENERATIONS_KEPT = 2  # the newest and the one before: reads that began just before a write
 # Below this share of the stored rows the candidates' vectors are gathered and scored;
 # above it scoring every row and picking the candidates' scores is cheaper.
@@ -140,6 +144,8 @@ class Generation:
     matrix: Matrix | None = None
     candidates: Lru[tuple[IntArray, IntArray]] = field(default_factory=lambda: Lru(CANDIDATE_SETS))
     facets: Lru[Any] = field(default_factory=lambda: Lru(FACET_SETS))
+    texts: Lru[Any] = field(default_factory=lambda: Lru(TEXT_SETS))
+    vocab: Vocabulary = field(default_factory=Vocabulary)
 
 
 class StoreCache:
@@ -207,12 +213,19 @@ class StoreCache:
         return got
 
     def facets(self, gen: Generation, key: tuple[Any, ...], count: Callable[[], T]) -> T:
+        return self._memo(gen.facets, key, count)
+
+    def text(self, gen: Generation, key: tuple[Any, ...], make: Callable[[], T]) -> T:
+        """What `make` derives from a query's text under key, once per generation."""
+        return self._memo(gen.texts, key, make)
+
+    def _memo(self, lru: Lru[Any], key: tuple[Any, ...], make: Callable[[], T]) -> T:
         with self._lock:
-            got = gen.facets.get(key)
+            got: T | None = lru.get(key)
         if got is None:
-            got = count()
+            got = make()
             with self._lock:
-                gen.facets.put(key, got)
+                lru.put(key, got)
         return got
 
     def clear(self) -> None:
