@@ -30,55 +30,24 @@ much): run it on a quiet machine.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from bench.clustered import WORKSPACE
 from bench.native_hybrid import PIPELINE, hybrid_body, put_rrf_pipeline
+from bench.replay import loaded_run, recorded, report
 from bench.scale_cluster.concurrency import has_native_hybrid
-from bench.scale_cluster.run import parse_args
 from bench.scale_cluster.size import SizeRun
 from bench.typos import typo_clauses_off
-from suli.backends.base import LegQuery, LegResults, Page, PageQuery
-from suli.models import SearchRequest
+from suli.backends.base import LegQuery, PageQuery
 from suli.visibility import visibility_for
 
 WARMUP = 20
-
-
-def kept_requests(run: SizeRun, texts: list[str]) -> tuple[list[LegQuery], list[PageQuery]]:
-    """The legs' and the page's requests of each query's first page."""
-    backend = run.backend
-    search, page = backend.search, backend.page
-    legs: list[LegQuery] = []
-    pages: list[PageQuery] = []
-
-    def keep_legs(q: LegQuery) -> LegResults:
-        legs.append(q)
-        return search(q)
-
-    def keep_page(q: PageQuery) -> Page:
-        pages.append(q)
-        return page(q)
-
-    backend.search = keep_legs  # type: ignore[method-assign,assignment]
-    backend.page = keep_page  # type: ignore[method-assign,assignment]
-    try:
-        for text in texts:
-            run.searcher.search(run.principal, SearchRequest(query=text, limit=10))
-    finally:
-        backend.search = search  # type: ignore[method-assign]
-        backend.page = page  # type: ignore[method-assign]
-    return legs, pages
 
 
 @contextmanager
@@ -196,26 +165,16 @@ def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--prefix", default="bench-sc", help="the scale bench's --prefix")
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
-    scale = parse_args(["--url", args.url, "--sizes", str(args.n), "--queries", str(args.queries),
-                        "--prefix", args.prefix])  # fmt: skip
-    run = SizeRun(scale, args.url, 3, args.n)
-    run.require_loaded()
+    args, run = loaded_run(__doc__, argv)
     texts, vecs = run.query_set
     load_before = [round(x, 2) for x in os.getloadavg()]
-    legs, pages = kept_requests(run, texts)
+    kept = recorded(run, texts)
+    legs, pages = list(kept.legs.values()), list(kept.pages.values())
     native = has_native_hybrid(run.backend.client)
     sides = kinds(run, texts, vecs, legs, pages, native)
     idle0, t0 = nodes_cpu_ms(run), time.perf_counter()
     idle = (nodes_cpu_ms(run) - idle0) / (time.perf_counter() - t0)
-    report: dict[str, Any] = {
+    got: dict[str, Any] = {
         "alias": run.alias,
         "idle_cpu_ms_per_s": round(idle, 1),
         "queries": len(texts),
@@ -228,12 +187,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         **measure(run, sides, args.rounds),
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        given = " ".join(sys.argv[1:] if argv is None else argv)
-        args.out.write_text(f"$ python -m bench.engine_cpu {given}\n{text}\n")
-    return report
+    return report("bench.engine_cpu", args, argv, got)
 
 
 if __name__ == "__main__":

@@ -14,41 +14,23 @@ side, the ratios and the load average are reported.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from bench.scale_cluster.run import parse_args
+from bench.replay import loaded_run, recorded, report
 from bench.scale_cluster.size import SizeRun
 from bench.typos import typo_clauses_off
-from suli.backends.base import Page, PageQuery
-from suli.models import SearchRequest
+from suli.backends.base import PageQuery
 
 
 def kept_pages(run: SizeRun, texts: list[str]) -> list[PageQuery]:
     """The page request of each query's first page (queries with no words to highlight are
     left out: their page has no highlight to measure)."""
-    backend = run.backend
-    fetch = backend.page
-    kept: list[PageQuery] = []
-
-    def keep(query: PageQuery) -> Page:
-        kept.append(query)
-        return fetch(query)
-
-    backend.page = keep  # type: ignore[method-assign]
-    try:
-        for text in texts:
-            run.searcher.search(run.principal, SearchRequest(query=text, limit=10))
-    finally:
-        backend.page = fetch  # type: ignore[method-assign]
-    return [q for q in kept if q.text is not None and q.highlight_ids]
+    pages = recorded(run, texts).pages.values()
+    return [q for q in pages if q.text is not None and q.highlight_ids]
 
 
 def measure(run: SizeRun, pages: list[PageQuery], rounds: int) -> dict[str, Any]:
@@ -91,22 +73,11 @@ def measure(run: SizeRun, pages: list[PageQuery], rounds: int) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--url", required=True)
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--prefix", default="bench-sc", help="the scale bench's --prefix")
-    ap.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
-    scale = parse_args(["--url", args.url, "--sizes", str(args.n), "--queries", str(args.queries),
-                        "--prefix", args.prefix])  # fmt: skip
-    run = SizeRun(scale, args.url, 3, args.n)
-    run.require_loaded()
+    args, run = loaded_run(__doc__, argv)
     texts, _ = run.query_set
     load_before = [round(x, 2) for x in os.getloadavg()]
     pages = kept_pages(run, texts)
-    report: dict[str, Any] = {
+    got: dict[str, Any] = {
         "alias": run.alias,
         "queries": len(texts),
         "pages_with_highlights": len(pages),
@@ -115,12 +86,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         **measure(run, pages, args.rounds),
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        given = " ".join(sys.argv[1:] if argv is None else argv)
-        args.out.write_text(f"$ python -m bench.page_fetch {given}\n{text}\n")
-    return report
+    return report("bench.page_fetch", args, argv, got)
 
 
 if __name__ == "__main__":

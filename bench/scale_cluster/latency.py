@@ -14,9 +14,9 @@ from typing import Any
 
 from bench.clustered import WORKSPACE
 from bench.overhead import interleave, pct, raw_bodies, summarise
+from bench.replay import recorded
 from bench.scale_cluster.size import SizeRun
 from suli.backends import opensearch_bodies as bodies
-from suli.backends.base import Page, PageQuery
 from suli.models import SearchRequest
 from suli.visibility import visibility_for
 
@@ -47,7 +47,7 @@ def timed(run: SizeRun) -> dict[str, Any]:
             lines += [{"index": alias}, body]
         return client.msearch(body=lines)
 
-    pages = kept_pages(run, texts)
+    pages = recorded(run, texts).pages
 
     def raw_with_page(q: str) -> Any:
         legs = raw(q)
@@ -81,23 +81,3 @@ def timed(run: SizeRun) -> dict[str, Any]:
         "core_phases_p50_ms": {k: round(pct(v, 50), 2) for k, v in phases.items()},
         "core_phases_p99_ms": {k: round(pct(v, 99), 2) for k, v in phases.items()},
     }  # fmt: skip
-
-
-def kept_pages(run: SizeRun, texts: list[str]) -> dict[str, PageQuery]:
-    """The first page request Suli's search of each query made (none when nothing matched)."""
-    backend = run.backend
-    fetch = backend.page
-    kept: dict[str, PageQuery] = {}
-    text = ""
-
-    def keep(query: PageQuery) -> Page:
-        kept.setdefault(text, query)
-        return fetch(query)
-
-    backend.page = keep  # type: ignore[method-assign]
-    try:
-        for text in texts:
-            run.searcher.search(run.principal, SearchRequest(query=text, limit=10))
-    finally:
-        backend.page = fetch  # type: ignore[method-assign]
-    return kept
