@@ -125,8 +125,14 @@ class Matrix:
         else:
             scores = _scores(self.vectors, query)[pos]
         k = min(k, len(cand))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
-        top = top[np.lexsort((cand[top], -scores[top]))]  # best first; ties by rowid
+        if k < len(cand):
+            # The partition leaves an arbitrary few of the candidates tied at the k-th score:
+            # take every one of them, so the cut below goes by rowid.
+            kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+            top = np.flatnonzero(scores >= kth)
+        else:
+            top = np.arange(len(cand))
+        top = top[np.lexsort((cand[top], -scores[top]))][:k]  # best first; ties by rowid
         return cand[top], scores[top]
 
 

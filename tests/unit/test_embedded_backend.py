@@ -660,6 +660,27 @@ def test_matrix_top_is_the_exact_nearest_among_candidates(n_cand: int) -> None:
     assert list(scores) == pytest.approx([s for s, _ in brute[:7]], abs=1e-5)
 
 
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    axes=st.lists(st.integers(0, 3), min_size=1, max_size=60),
+    picked=st.data(),
+    k=st.integers(1, 12),
+)
+def test_matrix_top_breaks_ties_at_the_kth_place_by_rowid(
+    axes: list[int], picked: st.DataObject, k: int
+) -> None:
+    """Many items share a vector (duplicates are common: templates, re-uploads): the k
+    nearest are the same set whatever order the partition left them in, ties by rowid."""
+    vecs = np.stack([axis(a) for a in axes]).astype(np.float32)
+    m = Matrix(np.arange(5, 5 + 3 * len(axes), 3, dtype=np.int64), vecs)
+    chosen = picked.draw(st.sets(st.sampled_from(range(len(axes))), min_size=1))
+    cand = m.rowids[sorted(chosen)]
+    query = np.asarray(axis(0), dtype=np.float32)
+    rowids, _ = m.top(cand, m.positions(cand), query, k)
+    brute = sorted((-float(vecs[(r - 5) // 3] @ query), int(r)) for r in cand)
+    assert list(rowids) == [r for _, r in brute[:k]]
+
+
 def test_matrix_update_overwrites_appends_grows_and_refuses_disorder() -> None:
     def rows(*pairs: tuple[int, int]) -> list[tuple[int, bytes]]:
         return [(r, np.asarray(axis(a), dtype=np.float32).tobytes()) for r, a in pairs]
