@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from rapidfuzz.distance import OSA
 
 from suli.backends.base import TextFields
 from suli.backends.embedded_sql import FTS_TABLES, match_expression, quote_word, where
+from suli.backends.lru import Lru
 from suli.models import Filters
 from suli.text import (
     ENGLISH_STOPWORDS,
@@ -113,7 +113,7 @@ class Vocabulary:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._heads: dict[str, dict[int, list[str]]] = {}
-        self._corrections: OrderedDict[tuple[Visibility, str], list[str]] = OrderedDict()
+        self._corrections: Lru[list[str]] = Lru(CORRECTIONS_KEPT)
 
     def terms(self, c: sqlite3.Connection, head: str, shortest: int, longest: int) -> list[str]:
         """The words starting with `head` of `shortest` to `longest` characters."""
@@ -137,9 +137,7 @@ class Vocabulary:
         if got is None:
             got = corrections(c, vis, word, self)
             with self._lock:
-                self._corrections[(vis, word)] = got
-                while len(self._corrections) > CORRECTIONS_KEPT:
-                    self._corrections.popitem(last=False)
+                self._corrections.put((vis, word), got)
         return got
 
 

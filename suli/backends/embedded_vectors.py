@@ -14,12 +14,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from suli.backends.embedded_typos import Vocabulary
+from suli.backends.lru import Lru
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]
@@ -37,25 +38,6 @@ GATHER_SHARE = 0.25
 # 2-core dev machine at load 10: 10k x 384 rows 1.8 ms vs 16 ms p50; at 100k BLAS wins,
 # 54 vs 76 ms).
 EINSUM_MAX_ROWS = 32_768
-
-
-class Lru(Generic[T]):
-    """A small least-recently-used map (callers hold the lock)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.data: OrderedDict[tuple[Any, ...], T] = OrderedDict()
-
-    def get(self, key: tuple[Any, ...]) -> T | None:
-        got = self.data.get(key)
-        if got is not None:
-            self.data.move_to_end(key)
-        return got
-
-    def put(self, key: tuple[Any, ...], value: T) -> None:
-        self.data[key] = value
-        while len(self.data) > self.size:
-            self.data.popitem(last=False)
 
 
 @dataclass
