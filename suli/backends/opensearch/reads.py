@@ -194,7 +194,6 @@ class Reads(Workspaces):
         if not query.ids and not query.replacements:
             return Page()
         wanted = list(dict.fromkeys(query.replacements))
-        parts = len(bodies.page_bodies(query, self.text_form))
 
         def make(vis: Visibility) -> list[dict[str, Any]]:
             out = bodies.page_bodies(replace(query, vis=vis), self.text_form)
@@ -213,6 +212,7 @@ class Reads(Workspaces):
             return self.page(replace(query, text=None, highlight_ids=()))
         items: dict[str, Item] = {}
         highlights: dict[str, tuple[str, ...]] = {}
+        parts = len(got) - (1 if wanted else 0)  # the page's bodies, then the replacements'
         for part in got[:parts]:  # text hits (highlighted) first, then the others
             for h in part["hits"]["hits"]:
                 it = docs.doc_to_item(h["_source"])
