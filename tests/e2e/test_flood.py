@@ -22,12 +22,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from .served import wait_ready
+
 FD_LIMIT = 256
 FLOOD = 400  # connections: well past what 256 fds can hold
 FLOOD_TIME_S = 6.0  # the flood stops opening connections after this, whatever happened
 HOLD_S = 1.0
 RECOVER_S = 5.0
-START_S = 90.0
 PARTIAL = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"  # no blank line: the head never ends
 
 
@@ -65,15 +66,7 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_S
-        while True:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "suli serve did not start"
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+        wait_ready(proc, url, tmp_path / "serve.log")
         yield Serve(url, port, proc)
     finally:
         proc.kill()
