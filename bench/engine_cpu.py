@@ -13,11 +13,17 @@ process CPU (`_nodes/stats/process`, summed over the nodes) before and after the
 CPU milliseconds per request; wall milliseconds per request beside it. Kinds:
 
     suli_legs                 both legs' `_msearch` as Suli sends it
+    suli_legs_stored_fields   the same reading each hit's stored fields (`_id`, `_source`'s
+                              block), as the legs did before `stored_fields: _none_`
     suli_legs_no_words        the same without the vector leg's words clause (the clause that
                               makes `total` exact without a second count)
     suli_page                 the page fetch as Suli sends it (highlights of its text hits)
     suli_page_exact_words     its highlight query without the typo clauses
     suli_page_no_highlight    the page's `_source` only
+    words_count               what the words clause finds, asked apart instead: a count of the
+                              vector leg's hits outside the text leg's that the text leg's words
+                              match (`size` 0, the ids as a terms filter), as the page's
+                              `_msearch` could carry it
     native_hybrid             one `hybrid` query of the same two legs, RRF pipeline, size 10,
                               Suli's highlight block (only with neural-search on every node)
     native_no_highlight       the same without highlight
@@ -37,6 +43,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
+from unittest import mock
 
 from bench.clustered import WORKSPACE
 from bench.native_hybrid import PIPELINE, hybrid_body, put_rrf_pipeline
@@ -44,6 +51,7 @@ from bench.replay import loaded_run, recorded, report
 from bench.scale_cluster.concurrency import has_native_hybrid
 from bench.scale_cluster.size import SizeRun
 from bench.typos import typo_clauses_off
+from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery, PageQuery
 from suli.visibility import visibility_for
 
@@ -72,6 +80,20 @@ def without_words_clause(run: SizeRun) -> Iterator[None]:
         client.msearch = msearch
 
 
+@contextmanager
+def reading_stored_fields() -> Iterator[None]:
+    """The legs as they were before they asked for no stored fields."""
+    lean = bodies._lean
+
+    def old(size: int) -> dict[str, Any]:
+        body = lean(size)
+        body.pop("stored_fields")
+        return body
+
+    with mock.patch.object(bodies, "_lean", old):
+        yield
+
+
 Kind = tuple[Callable[[int], Any], int]  # request i of n
 
 
@@ -85,6 +107,10 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
         with without_words_clause(run):
             return be.search(legs[i])
 
+    def legs_stored(i: int) -> Any:
+        with reading_stored_fields():
+            return be.search(legs[i])
+
     def page_exact(i: int) -> Any:
         with typo_clauses_off():
             return be.page(pages[i])
@@ -92,8 +118,25 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
     def page_plain(i: int) -> Any:
         return be.page(replace(pages[i], text=None, highlight_ids=()))
 
+    def outside_text(q: LegQuery) -> list[str]:
+        got = be.search(q)
+        shown = {h.id for h in got.text}
+        return [h.id for h in got.vector if h.id not in shown]
+
+    alone = [outside_text(q) for q in legs]
+
+    def words_count(i: int) -> Any:
+        q = legs[i]
+        assert q.text is not None
+        words = bodies.text_match(q.text, q.text_fields, run.backend.text_form)
+        body = {"size": 0, "track_total_hits": True,
+                "query": {"bool": {"filter": [words, {"terms": {"id": alone[i]}}]}}}  # fmt: skip
+        return be.client.search(index=run.alias, body=body)
+
     out: dict[str, Kind] = {
         "suli_legs": (lambda i: be.search(legs[i]), len(legs)),
+        "words_count": (words_count, len(legs)),
+        "suli_legs_stored_fields": (legs_stored, len(legs)),
         "suli_legs_no_words": (legs_no_words, len(legs)),
         "suli_page": (lambda i: be.page(pages[i]), len(pages)),
         "suli_page_exact_words": (page_exact, len(pages)),

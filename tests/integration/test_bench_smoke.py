@@ -165,8 +165,8 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         assert got["n"] == fetches["pages_with_highlights"] and 0 < got["p50_ms"] <= got["p99_ms"]
     # The node has no neural-search: Suli's requests only, each kind replayed over its requests.
     assert (cpu["native"], cpu["legs_requests"]) == (False, 8) and 0 < cpu["page_requests"] <= 8
-    kinds = ("suli_legs", "suli_legs_no_words", "suli_page", "suli_page_exact_words",
-             "suli_page_no_highlight")  # fmt: skip
+    kinds = ("suli_legs", "suli_legs_stored_fields", "suli_legs_no_words", "words_count",
+             "suli_page", "suli_page_exact_words", "suli_page_no_highlight")  # fmt: skip
     assert set(kinds) <= set(cpu) and "native_hybrid" not in cpu
     for kind in kinds:
         assert cpu[kind]["cpu_ms_median"] >= 0 and cpu[kind]["wall_ms_median"] > 0

@@ -140,10 +140,12 @@ def test_a_refused_leg_is_named_by_its_root_cause() -> None:
 
 
 def test_legs_return_only_what_fusion_reads() -> None:
-    """No `_source` (no body text), no highlight: ids, outcome and replacement by doc values."""
+    """No `_source` (no body text), no stored field at all (not even `_id`: its block holds the
+    `_source`), no highlight: ids, outcome and replacement by doc values."""
     q = LegQuery(VIS, FILTERS, "deploy", [0.5, -0.5, 0.0], 100)
     for body in (b.text_leg(q), b.vector_leg(q)):
         assert body["_source"] is False and "highlight" not in body
+        assert body["stored_fields"] == "_none_"
         assert body["docvalue_fields"] == ["id", "outcome", "superseded_by"]
         assert body["size"] == 100  # the candidate depth, as tuned
 
