@@ -196,7 +196,14 @@ class Cluster:
                     last = f"{self.urls[i]}: {err}"
                     continue
                 if code == 200 and isinstance(body, dict) and not body.get("timed_out"):
-                    return body
+                    # The health can be green on one node before another's HTTP port is
+                    # bound (a client of node 1 then failed with "connection refused" right
+                    # after `up` returned): ready when every node answers too.
+                    silent = self._silent(watched)
+                    if not silent:
+                        return body
+                    last = f"{silent} not answering HTTP yet"
+                    break
                 if isinstance(body, dict) and "status" in body:
                     last = f"{body['status']} with {body.get('number_of_nodes')} node(s)"
                 else:
@@ -206,6 +213,15 @@ class Cluster:
         raise self._startup_error(
             watched[0], f"cluster not {status} with {nodes} node(s) after {timeout:.0f} s ({last})"
         )
+
+    def _silent(self, nodes: list[int]) -> str | None:
+        """The URL of the first of `nodes` whose HTTP port does not answer, or None."""
+        for i in nodes:
+            try:
+                self.get_json(f"{self.urls[i]}/", timeout=10.0)
+            except (OSError, ValueError):
+                return self.urls[i]
+        return None
 
     def wait_green(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         """Wait for all nodes and green."""

@@ -404,3 +404,55 @@ def test_an_unknown_plugin_option_is_refused_with_exit_2(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "--plugin" in result.output and "neural-search" in result.output
     assert not list(tmp_path.iterdir())
+
+
+class _GreenHealth(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = json.dumps({"cluster_name": "suli-dev", "status": "green", "timed_out": False})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+
+def _serve(port: int) -> HTTPServer:
+    server = HTTPServer(("127.0.0.1", port), _GreenHealth)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _free_ports(n: int) -> int:
+    """The first of n consecutive free loopback ports."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = int(s.getsockname()[1])
+        if first + n < 65536 and all(port_free(first + i) for i in range(n)):
+            return first
+    raise AssertionError("no run of free ports")
+
+
+def test_ready_only_once_every_node_answers_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One node says green before another's HTTP port is bound (seen: a client of node 1 got
+    "connection refused" right after `up` returned): not ready until that node answers."""
+    first = _free_ports(3)
+    spec = ClusterSpec(nodes=3, http_port=first, transport_port=first + 10)
+    cluster = Cluster(tmp_path, spec)
+    monkeypatch.setattr(Cluster, "pid", lambda self, i: 4242)
+    servers = [_serve(first + 1), _serve(first + 2)]  # node 0 (the first URL) not yet
+    try:
+        with pytest.raises(devcluster.StartupError, match=f"127.0.0.1:{first} not answering"):
+            cluster.wait_ready(timeout=2.5)
+        threading.Timer(1.0, lambda: servers.append(_serve(first))).start()
+        t0 = time.monotonic()
+        assert cluster.wait_ready(timeout=30)["status"] == "green"
+        assert time.monotonic() - t0 >= 0.9  # it waited for node 0
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
