@@ -57,7 +57,8 @@ def sides() -> dict[str, Callable[[LegQuery], dict[str, Any]]]:
 
     def highlighted(q: LegQuery) -> dict[str, Any]:
         assert q.text is not None
-        return {**suli(q), "_source": {"excludes": SOURCE_EXCLUDES},
+        lean = {k: v for k, v in suli(q).items() if k != "stored_fields"}  # `_source` is one
+        return {**lean, "_source": {"excludes": SOURCE_EXCLUDES},
                 "highlight": highlight(text_match(q.text, q.text_fields), q.text_fields)}  # fmt: skip
 
     return {"v3_form": v3_form, "suli": suli, "no_count": no_count, "highlighted": highlighted}

@@ -242,7 +242,7 @@ def measure(
                 t0 = time.perf_counter()
                 r = client.search(index=alias, body=search.body(vis, q), request_timeout=120)
                 wall = (time.perf_counter() - t0) * 1000
-                got = [keys.split(h["_id"])[1] for h in r["hits"]["hits"]]  # workspace/id
+                got = [h["fields"]["id"][0] for h in r["hits"]["hits"]]  # the item id
                 row = rec[(config, search.name)]
                 row[label].append(recall_at(got, exact))
                 if qi >= warmup or principal != "prn_v30":  # first queries warm the caches

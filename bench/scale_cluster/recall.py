@@ -72,6 +72,7 @@ def recall(run: SizeRun) -> dict[str, Any]:
             for t, v in zip(texts[s : s + 20], qv[s : s + 20], strict=True):
                 body = raw_bodies(vis, t, v, depth)[1]
                 body["_source"] = ["id"]  # which hits come back does not depend on it
+                body.pop("stored_fields")  # (`_source` is one of them)
                 lines += [{"index": run.alias}, body]
             resp = run.client.msearch(body=lines, params={"request_timeout": 120})
             for j, r in enumerate(resp["responses"]):

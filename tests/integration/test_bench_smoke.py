@@ -26,6 +26,7 @@ from bench import (
     overhead,
     page_fetch,
     scale_cluster,
+    segments,
     text_leg,
     typos,
     vector_tuning,
@@ -142,6 +143,11 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
                                    "--queries", "8", "--rounds", "1"])  # fmt: skip
         cpu = engine_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
                                "--queries", "8", "--rounds", "1"])  # fmt: skip
+        alias = f"{prefix}-clustered-{n}"
+        merged = segments.main(["--url", opensearch_url, "--alias", alias, "--set",
+                                "segments_per_tier=2", "floor_segment=64mb", "--quiet", "1",
+                                "--timeout", "120"])  # fmt: skip
+        count_after = OpenSearch(opensearch_url).count(index=alias)["count"]
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
     assert variant["copied"] == n and variant["failures"] == 0
@@ -170,6 +176,12 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert set(kinds) <= set(cpu) and "native_hybrid" not in cpu
     for kind in kinds:
         assert cpu[kind]["cpu_ms_median"] >= 0 and cpu[kind]["wall_ms_median"] > 0
+    # The policy is applied, one document per shard written again unchanged, merges waited for.
+    assert merged["policy_before"]["segments_per_tier"] == "10.0"
+    assert merged["set"] == {"segments_per_tier": "2", "floor_segment": "64mb"}
+    assert len(merged["rewritten"]) == 1 and count_after == n  # one shard; nothing added
+    assert merged["after"]["total"] >= 1 and not merged["merging"]["timed_out"]
+    assert sum(len(v) for v in merged["after"]["sizes_mb"].values()) == merged["after"]["total"]
     assert cpu["suli_search_cpu_ms"] == round(
         cpu["suli_legs"]["cpu_ms_median"] + cpu["suli_page"]["cpu_ms_median"], 2
     )

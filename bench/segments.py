@@ -1,0 +1,121 @@
+"""What a merge policy does to a loaded index's segments (search latency is measured around it).
+
+    python -m bench.segments --url http://127.0.0.1:9241 --alias bench-sc-clustered-1000000 \
+        [--set segments_per_tier=5 floor_segment=256mb ...] [--quiet 60] [--timeout 1800] [--out F]
+
+Reads the index's segments (count and sizes per shard copy), applies the given
+`index.merge.policy.*` settings (all dynamic), and starts the merges they call for: an idle
+index merges only when its writer flushes, so one document of each shard is written again with
+its own `_source` (the corpus does not change), then the index is flushed. Then it waits until
+no merge has run for --quiet seconds (or --timeout), and reads the segments again. Without
+--set it only reads them. Run `python -m bench.scale_cluster --phases latency` before and after
+for the search side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from bench.scale_cluster.size import say
+
+
+def segments(client: OpenSearch, alias: str) -> dict[str, Any]:
+    """Per shard copy: how many segments and their sizes in MB, largest first."""
+    per: dict[str, list[float]] = {}
+    for r in client.cat.segments(index=alias, format="json", bytes="b"):
+        per.setdefault(f"{r['shard']}{r['prirep']}", []).append(int(r["size"]) / 2**20)
+    sizes = {k: sorted((round(s, 1) for s in v), reverse=True) for k, v in sorted(per.items())}
+    return {
+        "total": sum(len(v) for v in sizes.values()),
+        "per_shard": {k: len(v) for k, v in sizes.items()},
+        "sizes_mb": sizes,
+    }
+
+
+def rewrite_one_per_shard(client: OpenSearch, alias: str) -> list[str]:
+    """Write one document of each primary shard again, unchanged, and flush: the writers then
+    look for merges under the policy as it is now."""
+    shards = int(client.cat.shards(index=alias, format="json", h="shard")[-1]["shard"]) + 1
+    ids = []
+    for shard in range(shards):
+        hit = client.search(index=alias, params={"preference": f"_shards:{shard}"},
+                            body={"size": 1, "query": {"match_all": {}}})["hits"]["hits"][0]  # fmt: skip
+        client.index(index=hit["_index"], id=hit["_id"], body=hit["_source"])
+        ids.append(hit["_id"])
+    client.indices.flush(index=alias, params={"force": "true"})
+    return ids
+
+
+def wait_quiet(client: OpenSearch, alias: str, quiet: float, timeout: float) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    quiet_since: float | None = None
+    while True:
+        st = client.indices.stats(index=alias, metric="merge")["_all"]["total"]["merges"]
+        now = time.perf_counter()
+        if st["current"] == 0:
+            quiet_since = quiet_since or now
+            if now - quiet_since >= quiet:
+                break
+        else:
+            quiet_since = None
+            say(f"  {st['current']} merges running, {st['total']} done")
+        if now - t0 > timeout:
+            break
+        time.sleep(5)
+    return {"waited_s": round(time.perf_counter() - t0, 1), "timed_out": now - t0 > timeout,
+            "merges_total": st["total"], "merge_time_s": round(st["total_time_in_millis"] / 1000, 1)}  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--alias", required=True)
+    ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
+                    help="index.merge.policy.NAME settings to apply")  # fmt: skip
+    ap.add_argument("--quiet", type=float, default=60)
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    client = OpenSearch(args.url, timeout=120)
+    got: dict[str, Any] = {"alias": args.alias, "load_avg_start": os.getloadavg()}
+    index = next(iter(client.indices.get_alias(name=args.alias)))
+    live = client.indices.get_settings(
+        index=index, params={"include_defaults": "true", "flat_settings": "true"}
+    )[index]
+    prefix = "index.merge.policy."
+    got["policy_before"] = {
+        k[len(prefix) :]: v
+        for part in ("defaults", "settings")  # what is set overrides the default
+        for k, v in live.get(part, {}).items()
+        if k.startswith(prefix)
+    }
+    got["before"] = segments(client, args.alias)
+    if args.set:
+        wanted = dict(kv.split("=", 1) for kv in args.set)
+        client.indices.put_settings(
+            index=index, body={"index": {f"merge.policy.{k}": v for k, v in wanted.items()}}
+        )
+        got["set"] = wanted
+        got["rewritten"] = rewrite_one_per_shard(client, args.alias)
+        got["merging"] = wait_quiet(client, args.alias, args.quiet, args.timeout)
+        got["after"] = segments(client, args.alias)
+    got["load_avg_end"] = os.getloadavg()
+    text = json.dumps(got, indent=2)
+    print(text)
+    if args.out:
+        given = " ".join(sys.argv[1:] if argv is None else argv)
+        args.out.write_text(f"$ python -m bench.segments {given}\n{text}\n")
+    return got
+
+
+if __name__ == "__main__":
+    main()
