@@ -15,9 +15,7 @@ for the search side.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
+from bench.replay import report
 from bench.scale_cluster.size import say
 
 
@@ -109,12 +108,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         got["merging"] = wait_quiet(client, args.alias, args.quiet, args.timeout)
         got["after"] = segments(client, args.alias)
     got["load_avg_end"] = os.getloadavg()
-    text = json.dumps(got, indent=2)
-    print(text)
-    if args.out:
-        given = " ".join(sys.argv[1:] if argv is None else argv)
-        args.out.write_text(f"$ python -m bench.segments {given}\n{text}\n")
-    return got
+    return report("bench.segments", args, argv, got)
 
 
 if __name__ == "__main__":
