@@ -138,6 +138,14 @@ def add_synthetic(url: str, alias: str, n: int, seed: int = 3) -> None:
     client.indices.put_alias(index=physical, name=alias)  # the alias now spans both indices
 
 
+def with_source(body: dict[str, Any], source: Any) -> dict[str, Any]:
+    """A leg body that returns `_source` after all: Suli's legs read no stored fields
+    (`stored_fields: _none_`), and `_source` is one of them."""
+    out = {k: v for k, v in body.items() if k != "stored_fields"}
+    out["_source"] = source
+    return out
+
+
 def raw_bodies(
     vis: Visibility,
     text: str,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,20 +23,18 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from bench.replay import report
-from bench.scale_cluster.size import say
+from bench.scale_cluster.settle import wait_no_merges
+from bench.scale_cluster.size import segment_summary
 
 
 def segments(client: OpenSearch, alias: str) -> dict[str, Any]:
-    """Per shard copy: how many segments and their sizes in MB, largest first."""
-    per: dict[str, list[float]] = {}
+    """The scale bench's segment counts, and each shard copy's segment sizes in MB, largest
+    first."""
+    sizes: dict[str, list[float]] = {}
     for r in client.cat.segments(index=alias, format="json", bytes="b"):
-        per.setdefault(f"{r['shard']}{r['prirep']}", []).append(int(r["size"]) / 2**20)
-    sizes = {k: sorted((round(s, 1) for s in v), reverse=True) for k, v in sorted(per.items())}
-    return {
-        "total": sum(len(v) for v in sizes.values()),
-        "per_shard": {k: len(v) for k, v in sizes.items()},
-        "sizes_mb": sizes,
-    }
+        sizes.setdefault(f"{r['shard']}{r['prirep']}", []).append(round(int(r["size"]) / 2**20, 1))
+    return {**segment_summary(client, alias),
+            "sizes_mb": {k: sorted(v, reverse=True) for k, v in sorted(sizes.items())}}  # fmt: skip
 
 
 def rewrite_one_per_shard(client: OpenSearch, alias: str) -> list[str]:
@@ -52,26 +49,6 @@ def rewrite_one_per_shard(client: OpenSearch, alias: str) -> list[str]:
         ids.append(hit["_id"])
     client.indices.flush(index=alias, params={"force": "true"})
     return ids
-
-
-def wait_quiet(client: OpenSearch, alias: str, quiet: float, timeout: float) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    quiet_since: float | None = None
-    while True:
-        st = client.indices.stats(index=alias, metric="merge")["_all"]["total"]["merges"]
-        now = time.perf_counter()
-        if st["current"] == 0:
-            quiet_since = quiet_since or now
-            if now - quiet_since >= quiet:
-                break
-        else:
-            quiet_since = None
-            say(f"  {st['current']} merges running, {st['total']} done")
-        if now - t0 > timeout:
-            break
-        time.sleep(5)
-    return {"waited_s": round(time.perf_counter() - t0, 1), "timed_out": now - t0 > timeout,
-            "merges_total": st["total"], "merge_time_s": round(st["total_time_in_millis"] / 1000, 1)}  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -105,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         )
         got["set"] = wanted
         got["rewritten"] = rewrite_one_per_shard(client, args.alias)
-        got["merging"] = wait_quiet(client, args.alias, args.quiet, args.timeout)
+        st, waited, timed_out = wait_no_merges(client, args.alias, args.quiet, args.timeout)
+        got["merging"] = {"waited_s": waited, "timed_out": timed_out, "merges_total": st["total"],
+                          "merge_time_s": round(st["total_time_in_millis"] / 1000, 1)}  # fmt: skip
         got["after"] = segments(client, args.alias)
     got["load_avg_end"] = os.getloadavg()
     return report("bench.segments", args, argv, got)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench.clustered import DIM, MODEL, WORKSPACE, queries
-from bench.overhead import pct
+from bench.overhead import pct, with_source
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import (
@@ -57,8 +57,7 @@ def sides() -> dict[str, Callable[[LegQuery], dict[str, Any]]]:
 
     def highlighted(q: LegQuery) -> dict[str, Any]:
         assert q.text is not None
-        lean = {k: v for k, v in suli(q).items() if k != "stored_fields"}  # `_source` is one
-        return {**lean, "_source": {"excludes": SOURCE_EXCLUDES},
+        return {**with_source(suli(q), {"excludes": SOURCE_EXCLUDES}),
                 "highlight": highlight(text_match(q.text, q.text_fields), q.text_fields)}  # fmt: skip
 
     return {"v3_form": v3_form, "suli": suli, "no_count": no_count, "highlighted": highlighted}

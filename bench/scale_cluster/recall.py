@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from bench.clustered import BOARDS, LEVELS, WORKSPACE, visible_mask
-from bench.overhead import raw_bodies
+from bench.overhead import raw_bodies, with_source
 from bench.scale_cluster.size import SizeRun, say
 from suli.models import Principal
 from suli.visibility import visibility_for
@@ -70,9 +70,8 @@ def recall(run: SizeRun) -> dict[str, Any]:
         for s in range(0, len(texts), 20):
             lines: list[dict[str, Any]] = []
             for t, v in zip(texts[s : s + 20], qv[s : s + 20], strict=True):
-                body = raw_bodies(vis, t, v, depth)[1]
-                body["_source"] = ["id"]  # which hits come back does not depend on it
-                body.pop("stored_fields")  # (`_source` is one of them)
+                # which hits come back does not depend on the `_source` asked for
+                body = with_source(raw_bodies(vis, t, v, depth)[1], ["id"])
                 lines += [{"index": run.alias}, body]
             resp = run.client.msearch(body=lines, params={"request_timeout": 120})
             for j, r in enumerate(resp["responses"]):
