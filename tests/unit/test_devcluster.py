@@ -113,18 +113,26 @@ def test_a_taken_port_is_refused_before_anything_starts(listener: int, tmp_path:
     assert not (tmp_path / "nodes").exists()  # nothing was provisioned or started
 
 
-class _FakeOpenSearch(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = json.dumps(
-            {"cluster_name": "other", "name": "n9", "version": {"number": "2.19.1"}}
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body)
+def _answering(payload: dict[str, object]) -> type[BaseHTTPRequestHandler]:
+    """A stand-in node that answers every GET with `payload` as JSON."""
 
-    def log_message(self, *args: object) -> None:  # quiet
-        pass
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:  # quiet
+            pass
+
+    return Handler
+
+
+_FakeOpenSearch = _answering(
+    {"cluster_name": "other", "name": "n9", "version": {"number": "2.19.1"}}
+)
 
 
 def test_refusal_names_the_opensearch_that_answers_there() -> None:
@@ -406,16 +414,7 @@ def test_an_unknown_plugin_option_is_refused_with_exit_2(tmp_path: Path) -> None
     assert not list(tmp_path.iterdir())
 
 
-class _GreenHealth(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = json.dumps({"cluster_name": "suli-dev", "status": "green", "timed_out": False})
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: object) -> None:  # quiet
-        pass
+_GreenHealth = _answering({"cluster_name": "suli-dev", "status": "green", "timed_out": False})
 
 
 def _serve(port: int) -> HTTPServer:
