@@ -76,6 +76,28 @@ def vector_may_hold_more(settings: Settings, query: LegQuery, legs: LegResults) 
     return last >= settings.meaning_floor and last >= best - settings.meaning_margin
 
 
+def meaning_only(scored: Sequence[Ranked]) -> tuple[str, ...]:
+    """The kept hits that only the vector leg found."""
+    return tuple(r.id for r in scored if "text" not in r.fused.legs)
+
+
+def text_counted(query: LegQuery, legs: LegResults) -> bool:
+    """The text leg ran and the engine counted all its matches."""
+    return query.text is not None and "text" not in legs.errors and legs.text_total is not None
+
+
+def words_unknown(
+    req: SearchRequest, query: LegQuery, legs: LegResults, scored: Sequence[Ranked]
+) -> tuple[str, ...]:
+    """The meaning-only hits whose word match `total` needs and the legs did not tell: a text
+    leg cut at depth may match any of them further down. The page fetch asks (PageQuery.
+    words_of); facets count the union themselves, so they need none."""
+    if req.facets or legs.word_matches is not None or not text_counted(query, legs):
+        return ()
+    assert legs.text_total is not None
+    return meaning_only(scored) if legs.text_total > len(legs.text) else ()
+
+
 def search_total(
     settings: Settings,
     req: SearchRequest,
@@ -83,17 +105,17 @@ def search_total(
     legs: LegResults,
     scored: Sequence[Ranked],
     count_facets: CountFacets,
+    word_matches: frozenset[str] | None = None,
 ) -> tuple[int, Relation, Facets | None]:
-    """(total, its relation, the facets when `req` asks for them)."""
-    meaning_only = tuple(r.id for r in scored if "text" not in r.fused.legs)
-    text_counted = (
-        query.text is not None and "text" not in legs.errors and legs.text_total is not None
-    )
+    """(total, its relation, the facets when `req` asks for them). `word_matches`: which of
+    words_unknown's hits the page fetch found the words match, where the legs did not say."""
+    alone = meaning_only(scored)
+    counted = text_counted(query, legs)
     vector_lost = query.vector is None and req.mode != "text"  # embedder failed: degraded
     vector_open = vector_may_hold_more(settings, query, legs) or "vector" in legs.errors
     relation: Relation = "gte" if vector_open or vector_lost else "eq"
-    if query.text is not None and text_counted:
-        match = MatchSet(query.text, query.text_fields, query.regex, meaning_only)
+    if query.text is not None and counted:
+        match = MatchSet(query.text, query.text_fields, query.regex, alone)
     else:
         # No word leg (vector mode) or one that failed: count what was found.
         match = MatchSet(regex=query.regex, ids=tuple(r.id for r in scored))
@@ -102,15 +124,16 @@ def search_total(
     if req.facets:
         facets = count_facets(match, FACET_CAP)
         return facets.total, relation, facets
-    if not text_counted:
+    if not counted:
         return len(scored), relation, None
     assert legs.text_total is not None
-    if legs.text_total > len(legs.text) and meaning_only:
+    if legs.text_total > len(legs.text) and alone:
         # The word leg was cut at depth: a meaning-only hit may be a word match further
-        # down. The vector leg says which of its hits the words match (then no second
-        # request); else the engine counts the union exactly.
-        if legs.word_matches is not None:
-            extra = [i for i in meaning_only if i not in legs.word_matches]
+        # down. The legs or the page fetch say which of them the words match (then no
+        # request of its own); else the engine counts the union exactly.
+        found = legs.word_matches if legs.word_matches is not None else word_matches
+        if found is not None:
+            extra = [i for i in alone if i not in found]
             return legs.text_total + len(extra), relation, None
         return count_facets(match, 0).total, relation, None
-    return legs.text_total + len(meaning_only), relation, None
+    return legs.text_total + len(alone), relation, None

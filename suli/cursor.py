@@ -94,11 +94,13 @@ def text_window(req: SearchRequest, at: Position, depth: int) -> Window:
 @dataclass(frozen=True)
 class Filled:
     """How a page was filled: `consumed` ranked ids (shown or skipped as no longer visible),
-    the replacements the fetch checked, and the visible ones among them."""
+    the replacements the fetch checked, the visible ones among them, and which of the
+    PageQuery's `words_of` the words match (None: not checked)."""
 
     consumed: int
     asked: frozenset[str]
     visible: frozenset[str]
+    word_matches: frozenset[str] | None = None
 
 
 def browse_after(after: list[Any] | None) -> tuple[datetime | None, str] | None:

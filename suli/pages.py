@@ -29,12 +29,15 @@ def fill(
     """The page: the first `limit` of `ranked` the caller may still see, in order. An item
     that became invisible (or stopped passing the filters) between the legs and this
     fetch is skipped and the page refilled from the next ranked ids (another fetch, only
-    then); `consumed` says how far into `ranked` the page reached, for the next cursor."""
+    then); `consumed` says how far into `ranked` the page reached, for the next cursor.
+    The words' check (`fetch.words_of`) rides on the first fetch."""
     shown: dict[str, tuple[Item, tuple[str, ...]]] = {}
     asked: set[str] = set()
     seen: set[str] = set()
+    words: frozenset[str] | None = None
     pos = 0
     extra = fetch.replacements  # the direct references' replacements ride on the first
+    check = fetch.words_of
     while len(shown) < limit and pos < len(ranked):
         batch = ranked[pos : pos + limit - len(shown)]
         pos += len(batch)
@@ -44,15 +47,18 @@ def fill(
             ids=tuple(batch),
             highlight_ids=tuple(i for i in batch if i in text_ids),
             replacements=tuple(dict.fromkeys((*extra, *sorted(reps)))),
+            words_of=check,
         )
-        extra = ()
+        extra, check = (), ()
         asked |= set(q.replacements)
         got = backend.page(q)
         seen |= got.replacements
+        if q.words_of:
+            words = got.word_matches
         for i in batch:
             if i in got.items:
                 shown[i] = (got.items[i], got.highlights.get(i, ()))
-    return shown, Filled(pos, frozenset(asked), frozenset(seen))
+    return shown, Filled(pos, frozenset(asked), frozenset(seen), words)
 
 
 def named_replacements(

@@ -20,7 +20,7 @@ from suli.backends.base import (
     PageQuery,
     Session,
 )
-from suli.counting import Relation, search_total
+from suli.counting import Relation, search_total, words_unknown
 from suli.cursor import TOO_DEEP, Position, Window, browse_after, text_window
 from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
@@ -379,15 +379,24 @@ class Searcher:
         # Direct references (related only) lead the list; a search has none.
         listed = [*(it.id for it in preferred), *(i for i in ranked_ids if i not in pref_ids)]
         pref_by_id = {it.id: it for it in preferred}
-        counted = ph.run(
-            "count",
-            lambda: self._count(vis, req, query, legs, scored, filters, deadline),
-        )
-        total, relation, facets = counted
-        total += len([i for i in preferred if i.id not in by_id])
+        unlisted = len([i for i in preferred if i.id not in by_id])
+
+        def count(words: frozenset[str] | None = None) -> tuple[int, Relation, Facets | None]:
+            n, relation, facets = ph.run(
+                "count",
+                lambda: self._count(vis, req, query, legs, scored, filters, deadline, words),
+            )
+            return n + unlisted, relation, facets
+
+        # Where `total` needs to know which meaning-only hits the words match, the page fetch
+        # asks (one request fewer than a count, and no words clause on every vector leg); a
+        # page past the text windows (text mode: no meaning-only hits) is counted first.
+        unsure = () if window.too_deep else words_unknown(req, query, legs, scored)
+        counted = None if unsure else count()
         start = at.offset - window.base
         if window.too_deep:
-            if at.offset < total:
+            assert counted is not None
+            if at.offset < counted[0]:
                 raise InvalidInput(TOO_DEEP, "page")
             start = len(listed)
         # The page reads the caller's visibility anew (in the engine where the backend stores
@@ -401,11 +410,13 @@ class Searcher:
             query.text,
             query.text_fields,
             replacements=tuple(it.superseded_by for it in preferred if it.superseded_by),
+            words_of=unsure,
         )
         shown, used = ph.run(
             "fetch",
             lambda: fill(self.backend, fetch, listed[start:], req.limit, hits, text_ids),
         )
+        total, relation, facets = counted if counted is not None else count(used.word_matches)
         results: list[Result] = []
         for item_id, (item, hl) in shown.items():
             if item_id in pref_by_id:
@@ -463,13 +474,15 @@ class Searcher:
         scored: Sequence[Ranked],
         filters: Filters,
         deadline: Deadline,
+        words: frozenset[str] | None = None,
     ) -> tuple[int, Relation, Facets | None]:
-        """`total` and the facets over the same matches (suli.counting), under `vis`."""
+        """`total` and the facets over the same matches (suli.counting), under `vis`;
+        `words`: the meaning-only hits the page fetch found the words match."""
 
         def count_facets(match: MatchSet, cap: int) -> Facets:
             return self._facets(vis, filters, match, deadline, cap)
 
-        return search_total(self.settings, req, query, legs, scored, count_facets)
+        return search_total(self.settings, req, query, legs, scored, count_facets, words)
 
     def _rerank(
         self,

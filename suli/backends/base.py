@@ -76,7 +76,8 @@ class LegResults:
     # on: the request's later reads need not look them up again); None otherwise.
     vis: Visibility | None = None
     # The vector hits that the text leg's query also matches under the same filters (so
-    # `total` needs no second count); None when the backend did not check.
+    # `total` needs no second count); None when the backend did not check (then the page
+    # fetch may: PageQuery.words_of).
     word_matches: frozenset[str] | None = None
     # A query whose visibility was known only by a token (Directory.token_visibility): what
     # the token stands for, read in the same request (None there: unknown or revoked token,
@@ -99,6 +100,10 @@ class PageQuery:
     text_fields: TextFields = "stemmed"
     highlight_ids: tuple[str, ...] = ()  # the page's text-leg hits: only these are highlighted
     replacements: tuple[str, ...] = ()  # superseded_by ids to check for visibility
+    # Meaning-only hits to check against the text leg's words under the filters (Page.
+    # word_matches), for an exact `total` without a count of its own; only asked when the
+    # legs did not say (LegResults.word_matches None). A backend may ignore it.
+    words_of: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,8 @@ class Page:
     items: dict[str, Item] = field(default_factory=dict)  # visible ones among PageQuery.ids
     highlights: dict[str, tuple[str, ...]] = field(default_factory=dict)  # marked fragments
     replacements: frozenset[str] = frozenset()  # the visible ones among PageQuery.replacements
+    # The ones among PageQuery.words_of the words match; None when not checked.
+    word_matches: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

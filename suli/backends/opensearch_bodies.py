@@ -267,8 +267,6 @@ LEG_FIELDS = ["id", "outcome", "superseded_by"]
 # `unmapped_type`: an index under the alias without the field (a botched migration) still
 # answers instead of failing its shard.
 TEXT_SORT = [{"_score": {"order": "desc"}}, {"id": {"order": "asc", "unmapped_type": "keyword"}}]
-# The vector hits that also match the words say so by this name (matched_queries).
-WORDS_CLAUSE = "words"
 
 
 def _lean(size: int) -> dict[str, Any]:
@@ -326,33 +324,20 @@ def highlight(words: dict[str, Any], flavour: TextFields) -> dict[str, Any]:
     }
 
 
-def vector_leg(
-    q: LegQuery, ef_search: int | None = None, form: TextForm = TEXT_FORM
-) -> dict[str, Any]:
+def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
     """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering).
 
     k is the candidate depth the fusion needs. ef_search, when set, widens the graph search
     without asking for more candidates: on the Lucene engine (k-NN 2.19) the node searches
     with max(k, ef_search) and may return that many hits, so `size` keeps the answer at k.
 
-    With words (`q.text`), each hit also says whether the text leg's words match it, so
-    `total` needs no count of its own when the text leg was cut at depth: a named optional
-    clause inside the k-NN filter (minimum_should_match 0 beside required filters: it narrows
-    nothing, and the engine reports it per hit in `matched_queries`). Not a `should` beside the
-    knn clause: wrapping knn in a bool made the node return other neighbours (66 of 100 the
-    same on an NFCorpus query, bench/RESULTS.md section 10)."""
+    Nothing of the words rides here: which meaning hits the words also match is asked by the
+    page fetch, and only when `total` needs it (words_body)."""
     assert q.vector is not None
-    within: dict[str, Any] = {"filter": filter_clauses(q.vis, q.filters, q.regex)}
-    if q.text is not None:
-        # The text leg's scoring clause alone: its filters are this clause's required ones
-        # already, and repeating them would read the visibility document once more.
-        words = text_match(q.text, q.text_fields, form)
-        within["should"] = [{"bool": {"filter": [words], "_name": WORDS_CLAUSE}}]
-        within["minimum_should_match"] = 0
     knn: dict[str, Any] = {
         "vector": [float(x) for x in q.vector],
         "k": q.depth,
-        "filter": {"bool": within},
+        "filter": {"bool": {"filter": filter_clauses(q.vis, q.filters, q.regex)}},
     }
     if ef_search is not None:
         knn["method_parameters"] = {"ef_search": ef_search}
@@ -376,7 +361,30 @@ def page_bodies(q: PageQuery, form: TextForm = TEXT_FORM) -> list[dict[str, Any]
         out.append(body)
     if plain or not out:
         out.append(_page_body(q, plain))
+    if q.words_of:
+        out.append(words_body(q, form))
     return out
+
+
+def words_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """Which of the meaning-only hits `q.words_of` the text leg's words match under the
+    search's filters: the text leg's query (its scoring clause in filter context: nothing is
+    scored) narrowed to those ids. Asked only for a text leg cut at depth, where one of them
+    may be a word match further down (suli.counting); 5 ms of node CPU where it is asked,
+    against 8 on every search as a named clause of the vector leg (bench/RESULTS.md 20)."""
+    assert q.text is not None
+    return {
+        **_lean(len(q.words_of)),
+        "query": {
+            "bool": {
+                "filter": [
+                    text_match(q.text, q.text_fields, form),
+                    *filter_clauses(q.vis, q.filters, q.regex),
+                    {"terms": {"id": list(q.words_of)}},
+                ]
+            }
+        },
+    }
 
 
 def _page_body(q: PageQuery, ids: list[str]) -> dict[str, Any]:

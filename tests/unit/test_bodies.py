@@ -150,23 +150,29 @@ def test_legs_return_only_what_fusion_reads() -> None:
         assert body["size"] == 100  # the candidate depth, as tuned
 
 
-def test_vector_leg_says_which_hits_the_words_match_without_narrowing_them() -> None:
+def test_vector_leg_carries_nothing_of_the_words() -> None:
+    # Which meaning hits the words match is the page fetch's to ask (words_body), only when
+    # `total` needs it: the k-NN leg is the same with or without the query's words.
     q = LegQuery(VIS, FILTERS, "deploy", [0.5, -0.5, 0.0], 100)
-    body = b.vector_leg(q)
-    check("vector_leg_words", body)
-    plain = b.vector_leg(replace(q, text=None))["query"]["knn"]["vector"]
-    knn = body["query"]["knn"]["vector"]  # still the top-level knn clause
-    within = knn["filter"]["bool"]
-    assert within["filter"] == plain["filter"]["bool"]["filter"]  # the same required filters
-    assert within["minimum_should_match"] == 0  # the words narrow nothing
-    [named] = within["should"]
-    assert named["bool"]["_name"] == b.WORDS_CLAUSE
-    # The text leg's own scoring clause; its filters are the knn filter's required ones.
-    assert named["bool"]["filter"] == [b.text_leg(q)["query"]["bool"]["must"][0]]
-    assert b.text_leg(q)["query"]["bool"]["filter"] == within["filter"]
-    assert {k: v for k, v in knn.items() if k != "filter"} == {
-        k: v for k, v in plain.items() if k != "filter"
-    }
+    assert b.vector_leg(q) == b.vector_leg(replace(q, text=None))
+
+
+def test_page_asks_which_meaning_hits_the_words_match_under_the_text_legs_query() -> None:
+    page = b.PageQuery(
+        VIS, ("itm_2",), FILTERS, "^dep.*", "deploy", "stemmed", ("itm_2",),
+        words_of=("itm_7", "itm_8"),
+    )  # fmt: skip
+    *shown, words = b.page_bodies(page)
+    assert len(shown) == 1 and "highlight" in shown[0]
+    check("page_words", words)
+    leg = b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 100, regex="^dep.*"))["query"]
+    scoring, *clauses, ids = words["query"]["bool"]["filter"]
+    # The text leg's own match, under its own filters (regex included), narrowed to the ids.
+    assert [scoring] == leg["bool"]["must"] and clauses == leg["bool"]["filter"]
+    assert ids == {"terms": {"id": ["itm_7", "itm_8"]}} and words["size"] == 2
+    assert words["_source"] is False and words["stored_fields"] == "_none_"
+    assert words["docvalue_fields"] == b.LEG_FIELDS  # the id from doc values
+    assert b.page_bodies(replace(page, words_of=())) == shown
 
 
 def test_text_leg_continues_after_sort_values_or_an_offset() -> None:

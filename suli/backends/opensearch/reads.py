@@ -47,7 +47,7 @@ class Reads(Workspaces):
             text_body["track_total_hits"] = True
             legs.append(("text", text_body))
         if query.vector is not None:
-            vector_body = bodies.vector_leg(query, self.settings.ef_search, self.text_form)
+            vector_body = bodies.vector_leg(query, self.settings.ef_search)
             legs.append(("vector", vector_body))
         if not legs:
             return LegResults()
@@ -70,7 +70,6 @@ class Reads(Workspaces):
         resp = wrap(lambda: self.client.msearch(body=lines, params=params), "search")
         took = (time.perf_counter() - t0) * 1000
         out: dict[str, list[Hit]] = {"text": [], "vector": []}
-        words: set[str] = set()
         text_total: int | None = None
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
@@ -112,21 +111,6 @@ class Reads(Workspaces):
                 index = self.items_index(query.vis.workspace)
                 with contextlib.suppress(opensearchpy.TransportError):
                     responses[n] = self.client.search(index=index, body=body, params=again)
-        words_asked = query.text is not None and query.vector is not None
-        if words_asked and not query.regex and all("error" in r for r in responses):
-            # The vector leg carries the text leg's query (the words clause in its filter), so
-            # a fault of that query fails both: ask k-NN alone, so the answer still degrades
-            # to meaning (`total` then counted apart, as without the clause).
-            plain = bodies.vector_leg(replace(query, text=None), self.settings.ef_search)
-            again = self._params(query.timeout_s, started)
-            if "timeout" in again:
-                plain["timeout"] = again.pop("timeout")
-            if self.isolated:
-                again["ignore_unavailable"] = "true"
-            index = self.items_index(query.vis.workspace)
-            with contextlib.suppress(opensearchpy.TransportError):
-                responses[-1] = self.client.search(index=index, body=plain, params=again)
-                words_asked = False
         refused: list[str] = []
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
@@ -156,8 +140,6 @@ class Reads(Workspaces):
                 item_id = f["id"][0]
                 if leg == "vector":
                     score = docs.cosine_from_score(float(h["_score"] or 0.0))
-                    if bodies.WORDS_CLAUSE in (h.get("matched_queries") or ()):
-                        words.add(item_id)
                     key = None
                 else:  # sorted by (score, id): the score is the first sort value
                     score, key = float(h["sort"][0]), tuple(h["sort"])
@@ -174,7 +156,6 @@ class Reads(Workspaces):
             # the error types go out; the reasons name indices.
             log.warning("OpenSearch refused every search leg: %s", "; ".join(errors.values()))
             raise SuliError(f"OpenSearch refused the search ({', '.join(refused)})")
-        checked = words_asked and "vector" not in errors
         return LegResults(
             tuple(out["text"]),
             tuple(out["vector"]),
@@ -182,17 +163,18 @@ class Reads(Workspaces):
             timings,
             text_total,
             vis,
-            frozenset(words) if checked else None,
-            session,
-            by_token,
+            session=session,
+            by_token=by_token,
         )
 
     def page(self, query: PageQuery) -> Page:
         """One `_msearch`: the page (visibility and filters applied again; its text hits
-        highlighted, the others not), the replacements' visibility check, and a stored
-        visibility's check (see `_read`)."""
-        if not query.ids and not query.replacements:
+        highlighted, the others not), which of `words_of` the words match, the replacements'
+        visibility check, and a stored visibility's check (see `_read`)."""
+        if not query.ids and not query.replacements and not query.words_of:
             return Page()
+        if query.text is None:
+            query = replace(query, words_of=())
         wanted = list(dict.fromkeys(query.replacements))
 
         def make(vis: Visibility) -> list[dict[str, Any]]:
@@ -209,17 +191,19 @@ class Reads(Workspaces):
             # The highlighter refused (e.g. an index whose highlight.max_analyzed_offset is
             # below ours): the page without highlights, its snippets then best passages.
             log.warning("the page's highlight was refused; fetching it without highlights")
-            return self.page(replace(query, text=None, highlight_ids=()))
+            return self.page(replace(query, highlight_ids=()))
+        # The page's bodies (text hits, highlighted, first), then the words' check, then the
+        # replacements' (page_bodies and make above).
+        seen = _ids(got.pop()) if wanted else frozenset()
+        words = _ids(got.pop()) if query.words_of else None
         items: dict[str, Item] = {}
         highlights: dict[str, tuple[str, ...]] = {}
-        parts = len(got) - (1 if wanted else 0)  # the page's bodies, then the replacements'
-        for part in got[:parts]:  # text hits (highlighted) first, then the others
+        for part in got:
             for h in part["hits"]["hits"]:
                 it = docs.doc_to_item(h["_source"])
                 items[it.id] = it
                 highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
-        seen = frozenset(h["_source"]["id"] for h in got[parts]["hits"]["hits"]) if wanted else None
-        return Page(items, highlights, seen or frozenset())
+        return Page(items, highlights, seen, words)
 
     def _page_answers(
         self, vis: Visibility, make: Callable[[Visibility], list[dict[str, Any]]]
@@ -419,6 +403,14 @@ def _token_answer(check: dict[str, Any], owner: dict[str, Any]) -> visdocs.Token
 # Pauses before the page fetch is asked again: a shard copy moving to another node answers
 # again within a second or so; the legs of the same search had just answered.
 PAGE_RETRY_PAUSES_S = (0.25, 1.0)
+
+
+def _ids(answer: dict[str, Any]) -> frozenset[str]:
+    """The item ids of a search answer's hits (from `_source` or from doc values)."""
+    return frozenset(
+        h["_source"]["id"] if "_source" in h else h["fields"]["id"][0]
+        for h in answer["hits"]["hits"]
+    )
 
 
 def _partial(responses: list[dict[str, Any]]) -> str | None:
