@@ -101,6 +101,9 @@ class EmbeddedBackend:
             conn.create_function("suli_regex", 3, q.regex_sql, deterministic=True)
             for ddl in (*q.scratch_schema(), *typos.vocab_schema()):
                 conn.execute(ddl)
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'items'").fetchone():
+                for ddl in typos.log_triggers():  # else _init_schema adds them
+                    conn.execute(ddl)
         except sqlite3.Error as e:
             raise BackendUnavailable(f"cannot open the embedded store {self.path}: {e}") from e
         self._local.conn = conn
@@ -122,6 +125,8 @@ class EmbeddedBackend:
                     conn.set_progress_handler(lambda: int(time.monotonic() > end), PROGRESS_STEPS)
                 try:
                     yield conn
+                    if write:  # the words table, in the same transaction as the write
+                        typos.sync_terms(conn)
                 finally:
                     if timeout_s:
                         conn.set_progress_handler(None, 0)
@@ -146,13 +151,18 @@ class EmbeddedBackend:
                 meta["schema"] = str(q.SCHEMA_VERSION)
             for ddl in q.schema(self.dimension):
                 c.execute(ddl)
+            # A migration drops and renames `items`, and with it this connection's log triggers.
+            for ddl in typos.log_triggers():
+                c.execute(ddl)
             if not meta:
                 c.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("schema", str(q.SCHEMA_VERSION)), ("dimension", str(self.dimension)),
-                     ("model", self.model), ("generation", "0")],
+                     ("model", self.model), ("generation", "0"), ("terms_generation", "0")],
                 )  # fmt: skip
                 return
+            if meta.get("schema") == str(q.SCHEMA_VERSION):
+                typos.rebuild_terms(c)  # a file written without the words table, or behind it
         if meta.get("schema") != str(q.SCHEMA_VERSION):
             raise BackendUnavailable(
                 f"{self.path} has store format {meta.get('schema')}, this Suli reads format "

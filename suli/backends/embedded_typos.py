@@ -14,9 +14,13 @@ alphabetically, never by a document frequency that invisible items would share i
 
 Reading a first letter's words from the vocabulary walks every posting of them (fts5vocab
 counts documents as it goes): about 2 ms a letter at 3,600 documents and 30 at 100,000, so a
-word's corrections cost more than its whole exact match. A `Vocabulary` keeps, for one generation of the store
-(whose every write makes a new one), the words of each letter read so far and each word's
-corrections per caller: the same answers, read once.
+word's corrections cost more than its whole exact match. So every write transaction keeps the
+distinct words in a table of their own (embedded_sql.TERMS_TABLE, a seek per letter): each
+connection logs the text its writes add and remove (temporary triggers beside the FTS ones,
+into temporary FTS5 tables with the same tokenizer), and `sync_terms` applies the difference
+before the commit. A `Vocabulary` keeps, for one generation of the store (whose every write
+makes a new one), the words of each letter read so far and each word's corrections per caller:
+the same answers, read once.
 """
 
 from __future__ import annotations
@@ -30,7 +34,15 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from suli.backends.base import TextFields
-from suli.backends.embedded_sql import FTS_TABLES, match_expression, quote_word, where
+from suli.backends.embedded_sql import (
+    FTS_COLUMNS,
+    FTS_TABLES,
+    TERMS_TABLE,
+    TOKENIZERS,
+    match_expression,
+    quote_word,
+    where,
+)
 from suli.backends.lru import Lru
 from suli.models import Filters
 from suli.text import (
@@ -51,12 +63,82 @@ _TERM_END = "\U0010ffff"  # sorts after every term with the same head
 CORRECTIONS_KEPT = 4_096  # (caller, word) pairs per generation
 
 
+# A connection's log of the text its writes put into and took out of the unstemmed table.
+ADDED, REMOVED = "suli_terms_added", "suli_terms_removed"
+
+
 def vocab_schema() -> list[str]:
-    """DDL of a connection's vocabulary view (temporary: nothing is added to the file)."""
-    return [
+    """DDL of a connection's vocabulary view and its write log (temporary: nothing is added
+    to the file). The log's triggers (log_triggers) mirror the FTS tables' (embedded_sql.schema):
+    the same rows, so the same words, go in and out."""
+    ddl = [
         f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{VOCAB_TABLE} "
         f"USING fts5vocab(main, {FTS_TABLES['plain']}, 'row')"
     ]
+    for log in (ADDED, REMOVED):
+        ddl += [
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{log} USING fts5(text, content='', "
+            f"tokenize='{TOKENIZERS['plain']}')",
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{log}_vocab USING fts5vocab(temp, {log}, 'row')",
+        ]
+    return ddl
+
+
+def log_triggers() -> list[str]:
+    """DDL of a connection's triggers that fill its write log (on `items`: once it exists)."""
+    text = " || char(10) || ".join(f"{{row}}.{c}" for c in FTS_COLUMNS)
+    add = f"INSERT INTO {ADDED}(text) VALUES ({text.format(row='new')});"
+    remove = f"INSERT INTO {REMOVED}(text) VALUES ({text.format(row='old')});"
+    cols = ", ".join(FTS_COLUMNS)
+    return [
+        f"CREATE TEMP TRIGGER IF NOT EXISTS {ADDED}_ai AFTER INSERT ON main.items BEGIN {add} END",
+        f"CREATE TEMP TRIGGER IF NOT EXISTS {REMOVED}_ad AFTER DELETE ON main.items "
+        f"BEGIN {remove} END",
+        f"CREATE TEMP TRIGGER IF NOT EXISTS {ADDED}_au AFTER UPDATE OF {cols} ON main.items "
+        f"BEGIN {remove} {add} END",
+    ]
+
+
+def sync_terms(c: sqlite3.Connection) -> None:
+    """Apply this write transaction's log to the words table (before its commit). A word's
+    document count moves by exactly (documents added - removed) with it: up, it is there; the
+    same, unchanged; down, it stays only if some row still holds it."""
+    counts = dict(c.execute(f"SELECT term, doc FROM temp.{ADDED}_vocab").fetchall())
+    if not counts and c.execute(f"SELECT 1 FROM temp.{REMOVED}_vocab LIMIT 1").fetchone() is None:
+        return
+    for term, n in c.execute(f"SELECT term, doc FROM temp.{REMOVED}_vocab").fetchall():
+        counts[term] = counts.get(term, 0) - n
+    c.executemany(
+        f"INSERT OR IGNORE INTO {TERMS_TABLE} VALUES (?)",
+        [(t,) for t, n in counts.items() if n > 0],
+    )
+    table = FTS_TABLES["plain"]
+    gone = [
+        (t,)
+        for t, n in counts.items()
+        if n < 0
+        and c.execute(
+            f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", (quote_word(t),)
+        ).fetchone()
+        is None
+    ]
+    c.executemany(f"DELETE FROM {TERMS_TABLE} WHERE term = ?", gone)
+    for log in (ADDED, REMOVED):
+        c.execute(f"INSERT INTO temp.{log}({log}) VALUES ('delete-all')")
+
+
+def rebuild_terms(c: sqlite3.Connection) -> bool:
+    """Fill the words table from the vocabulary (one walk of every posting) when it is not
+    current, as on a file written without it; True if it was rebuilt. In a write transaction."""
+    meta = dict(c.execute("SELECT key, value FROM meta WHERE key LIKE '%generation'").fetchall())
+    if meta.get("terms_generation") == meta["generation"]:
+        return False
+    c.execute(f"DELETE FROM {TERMS_TABLE}")
+    c.execute(f"INSERT INTO {TERMS_TABLE} SELECT term FROM temp.{VOCAB_TABLE}")
+    c.execute("INSERT OR REPLACE INTO meta VALUES ('terms_generation', ?)", (meta["generation"],))
+    for log in (ADDED, REMOVED):  # what the table now holds already
+        c.execute(f"INSERT INTO temp.{log}({log}) VALUES ('delete-all')")
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +192,22 @@ class Vocabulary:
     """The unstemmed words by first letters and length, and corrections by (visibility,
     word), for one generation of the store; shared by its threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, generation: int | None = None) -> None:
+        """`generation`: the store's, whose words table is read if current (else, and with
+        None, the FTS5 vocabulary)."""
         self._lock = threading.Lock()
+        self._generation = generation
+        self._source: str | None = None
         self._heads: dict[str, dict[int, list[str]]] = {}
         self._corrections: Lru[list[str]] = Lru(CORRECTIONS_KEPT)
+
+    def _table(self, c: sqlite3.Connection) -> str:
+        """The words table if it is current for this generation, else the FTS5 vocabulary."""
+        if self._source is None:
+            row = c.execute("SELECT value FROM meta WHERE key = 'terms_generation'").fetchone()
+            current = row is not None and row[0] == str(self._generation)
+            self._source = TERMS_TABLE if current else f"temp.{VOCAB_TABLE}"
+        return self._source
 
     def terms(self, c: sqlite3.Connection, head: str, shortest: int, longest: int) -> list[str]:
         """The words starting with `head` of `shortest` to `longest` characters."""
@@ -122,7 +216,7 @@ class Vocabulary:
         if got is None:
             got = {}
             for (term,) in c.execute(
-                f"SELECT term FROM temp.{VOCAB_TABLE} WHERE term >= ? AND term < ?",
+                f"SELECT term FROM {self._table(c)} WHERE term >= ? AND term < ?",
                 (head, head + _TERM_END),
             ):
                 got.setdefault(len(term), []).append(term)

@@ -133,7 +133,10 @@ class Generation:
     candidates: Lru[tuple[IntArray, IntArray]] = field(default_factory=lambda: Lru(CANDIDATE_SETS))
     facets: Lru[Any] = field(default_factory=lambda: Lru(FACET_SETS))
     texts: Lru[Any] = field(default_factory=lambda: Lru(TEXT_SETS))
-    vocab: Vocabulary = field(default_factory=Vocabulary)
+    vocab: Vocabulary = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.vocab = Vocabulary(self.number)
 
 
 class StoreCache:
