@@ -13,17 +13,14 @@ process CPU (`_nodes/stats/process`, summed over the nodes) before and after the
 CPU milliseconds per request; wall milliseconds per request beside it. Kinds:
 
     suli_legs                 both legs' `_msearch` as Suli sends it
-    suli_legs_stored_fields   the same reading each hit's stored fields (`_id`, `_source`'s
-                              block), as the legs did before `stored_fields: _none_`
-    suli_legs_no_words        the same without the vector leg's words clause (the clause that
-                              makes `total` exact without a second count)
-    suli_page                 the page fetch as Suli sends it (highlights of its text hits)
+    suli_legs_words_clause    the same with the vector leg's named words clause, as the legs
+                              were before the page fetch asked the words' check (each vector
+                              hit then said whether the words match it, on every search)
+    suli_page                 the page fetch as Suli sends it (highlights of its text hits;
+                              the words' check of the meaning-only hits where `total` needs it)
+    suli_page_no_words        the same without the words' check, as before it moved there
     suli_page_exact_words     its highlight query without the typo clauses
     suli_page_no_highlight    the page's `_source` only
-    words_count               what the words clause finds, asked apart instead: a count of the
-                              vector leg's hits outside the text leg's that the text leg's words
-                              match (`size` 0, the ids as a terms filter), as the page's
-                              `_msearch` could carry it
     native_hybrid             one `hybrid` query of the same two legs, RRF pipeline, size 10,
                               Suli's highlight block (only with neural-search on every node)
     native_no_highlight       the same without highlight
@@ -39,8 +36,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 from unittest import mock
@@ -58,40 +54,19 @@ from suli.visibility import visibility_for
 WARMUP = 20
 
 
-@contextmanager
-def without_words_clause(run: SizeRun) -> Iterator[None]:
-    """The legs' `_msearch` with the vector leg's named words clause taken out."""
-    client = run.backend.client
-    msearch = client.msearch
-
-    def lean(body: list[dict[str, Any]], params: Any = None, **kw: Any) -> Any:
-        for line in body:
-            knn = (line.get("query") or {}).get("knn")
-            if knn:
-                within = knn["vector"]["filter"]["bool"]
-                within.pop("should", None)
-                within.pop("minimum_should_match", None)
-        return msearch(body=body, params=params, **kw)
-
-    client.msearch = lean
-    try:
-        yield
-    finally:
-        client.msearch = msearch
+VECTOR_LEG = bodies.vector_leg
 
 
-@contextmanager
-def reading_stored_fields() -> Iterator[None]:
-    """The legs as they were before they asked for no stored fields."""
-    lean = bodies._lean
-
-    def old(size: int) -> dict[str, Any]:
-        body = lean(size)
-        body.pop("stored_fields")
-        return body
-
-    with mock.patch.object(bodies, "_lean", old):
-        yield
+def vector_leg_with_words(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
+    """The vector leg as it was before the words' check moved to the page fetch: the text
+    leg's scoring clause named inside the k-NN filter, narrowing nothing."""
+    body = VECTOR_LEG(q, ef_search)  # the leg as sent (bodies.vector_leg is this, patched)
+    if q.text is not None:
+        within = body["query"]["knn"]["vector"]["filter"]["bool"]
+        words = bodies.text_match(q.text, q.text_fields)
+        within["should"] = [{"bool": {"filter": [words], "_name": "words"}}]
+        within["minimum_should_match"] = 0
+    return body
 
 
 Kind = tuple[Callable[[int], Any], int]  # request i of n
@@ -103,12 +78,8 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
     (a query whose legs found nothing made no page request)."""
     be = run.backend
 
-    def legs_no_words(i: int) -> Any:
-        with without_words_clause(run):
-            return be.search(legs[i])
-
-    def legs_stored(i: int) -> Any:
-        with reading_stored_fields():
+    def legs_words_clause(i: int) -> Any:
+        with mock.patch.object(bodies, "vector_leg", vector_leg_with_words):
             return be.search(legs[i])
 
     def page_exact(i: int) -> Any:
@@ -116,29 +87,13 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
             return be.page(pages[i])
 
     def page_plain(i: int) -> Any:
-        return be.page(replace(pages[i], text=None, highlight_ids=()))
-
-    def outside_text(q: LegQuery) -> list[str]:
-        got = be.search(q)
-        shown = {h.id for h in got.text}
-        return [h.id for h in got.vector if h.id not in shown]
-
-    alone = [outside_text(q) for q in legs]
-
-    def words_count(i: int) -> Any:
-        q = legs[i]
-        assert q.text is not None
-        words = bodies.text_match(q.text, q.text_fields, run.backend.text_form)
-        body = {"size": 0, "track_total_hits": True,
-                "query": {"bool": {"filter": [words, {"terms": {"id": alone[i]}}]}}}  # fmt: skip
-        return be.client.search(index=run.alias, body=body)
+        return be.page(replace(pages[i], text=None, highlight_ids=(), words_of=()))
 
     out: dict[str, Kind] = {
         "suli_legs": (lambda i: be.search(legs[i]), len(legs)),
-        "words_count": (words_count, len(legs)),
-        "suli_legs_stored_fields": (legs_stored, len(legs)),
-        "suli_legs_no_words": (legs_no_words, len(legs)),
+        "suli_legs_words_clause": (legs_words_clause, len(legs)),
         "suli_page": (lambda i: be.page(pages[i]), len(pages)),
+        "suli_page_no_words": (lambda i: be.page(replace(pages[i], words_of=())), len(pages)),
         "suli_page_exact_words": (page_exact, len(pages)),
         "suli_page_no_highlight": (page_plain, len(pages)),
     }
@@ -202,6 +157,9 @@ def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]
     }
     suli = out["suli_legs"]["cpu_ms_median"] + out["suli_page"]["cpu_ms_median"]
     out["suli_search_cpu_ms"] = round(suli, 2)
+    before = (out["suli_legs_words_clause"]["cpu_ms_median"]
+              + out["suli_page_no_words"]["cpu_ms_median"])  # fmt: skip
+    out["suli_search_cpu_ms_words_in_legs"] = round(before, 2)
     if "native_hybrid" in out:
         out["suli_over_native_cpu"] = round(suli / out["native_hybrid"]["cpu_ms_median"], 3)
     return out
@@ -213,6 +171,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     load_before = [round(x, 2) for x in os.getloadavg()]
     kept = recorded(run, texts)
     legs, pages = list(kept.legs.values()), list(kept.pages.values())
+    checked = [len(p.words_of) for p in pages if p.words_of]
     native = has_native_hybrid(run.backend.client)
     sides = kinds(run, texts, vecs, legs, pages, native)
     idle0, t0 = nodes_cpu_ms(run), time.perf_counter()
@@ -223,6 +182,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "queries": len(texts),
         "legs_requests": len(legs),
         "page_requests": len(pages),
+        "pages_with_words_check": len(checked),
+        "words_check_ids_median": statistics.median(checked) if checked else 0,
         "rounds": args.rounds,
         "nodes": len(run.backend.client.nodes.stats(metric="process")["nodes"]),
         "native": native,

@@ -171,8 +171,8 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         assert got["n"] == fetches["pages_with_highlights"] and 0 < got["p50_ms"] <= got["p99_ms"]
     # The node has no neural-search: Suli's requests only, each kind replayed over its requests.
     assert (cpu["native"], cpu["legs_requests"]) == (False, 8) and 0 < cpu["page_requests"] <= 8
-    kinds = ("suli_legs", "suli_legs_stored_fields", "suli_legs_no_words", "words_count",
-             "suli_page", "suli_page_exact_words", "suli_page_no_highlight")  # fmt: skip
+    kinds = ("suli_legs", "suli_legs_words_clause", "suli_page", "suli_page_no_words",
+             "suli_page_exact_words", "suli_page_no_highlight")  # fmt: skip
     assert set(kinds) <= set(cpu) and "native_hybrid" not in cpu
     for kind in kinds:
         assert cpu[kind]["cpu_ms_median"] >= 0 and cpu[kind]["wall_ms_median"] > 0
@@ -185,6 +185,11 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert cpu["suli_search_cpu_ms"] == round(
         cpu["suli_legs"]["cpu_ms_median"] + cpu["suli_page"]["cpu_ms_median"], 2
     )
+    assert cpu["suli_search_cpu_ms_words_in_legs"] == round(
+        cpu["suli_legs_words_clause"]["cpu_ms_median"] + cpu["suli_page_no_words"]["cpu_ms_median"],
+        2,
+    )
+    assert 0 <= cpu["pages_with_words_check"] <= cpu["page_requests"]
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
     assert list(rows) == ["cluster", "load", "settle", "latency", "writes", "recall",
