@@ -47,10 +47,11 @@ HIGHLIGHT_CHARS = 10_000
 # a huge body costs time in proportion to it, for a fragment taken from its start. Below it,
 # indexing the copy would cost more than marking the field where it is.
 FULL_HIGHLIGHT_CHARS = 100_000
-# The unstemmed table's distinct words (what fts5vocab lists, which walks every posting to
-# find them): kept by every writer in its own transaction (embedded_typos.sync_terms), valid
-# for the generation in meta's 'terms_generation'; a file written by a Suli without it (or
-# before it existed) is read through fts5vocab until a Suli with it opens the file again.
+# The unstemmed table's distinct words and their document counts (what fts5vocab lists, which
+# walks every posting to find them): kept by every writer in its own transaction
+# (embedded_typos.sync_terms), valid for the generation in meta's 'terms_generation'; a file
+# written by a Suli without it (or before it existed) is read through fts5vocab until a Suli
+# with it opens the file again.
 TERMS_TABLE = "suli_terms"
 SCRATCH_SRC = "suli_hl_src"
 SCRATCH_FTS: dict[TextFields, str] = {"stemmed": "suli_hl_stem", "plain": "suli_hl_plain"}
@@ -119,7 +120,8 @@ def schema(dimension: int) -> list[str]:
         "CREATE INDEX IF NOT EXISTS item_refs_ref ON item_refs (ref, item)",
         "CREATE INDEX IF NOT EXISTS item_refs_item ON item_refs (item)",
         ACLS_TABLE.format(name="acls"),
-        f"CREATE TABLE IF NOT EXISTS {TERMS_TABLE} (term TEXT PRIMARY KEY) WITHOUT ROWID",
+        f"""CREATE TABLE IF NOT EXISTS {TERMS_TABLE}
+            (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID""",
         """CREATE TABLE IF NOT EXISTS principals (id TEXT PRIMARY KEY, workspace TEXT NOT NULL,
             kind TEXT NOT NULL, groups_ TEXT NOT NULL)""",
         """CREATE TABLE IF NOT EXISTS tokens (hash TEXT PRIMARY KEY, principal_id TEXT NOT NULL,

@@ -90,39 +90,35 @@ def log_triggers() -> list[str]:
     add = f"INSERT INTO {ADDED}(text) VALUES ({text.format(row='new')});"
     remove = f"INSERT INTO {REMOVED}(text) VALUES ({text.format(row='old')});"
     cols = ", ".join(FTS_COLUMNS)
+    # An unchanged text moves no count: a re-index of the same items logs nothing.
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in FTS_COLUMNS)
     return [
         f"CREATE TEMP TRIGGER IF NOT EXISTS {ADDED}_ai AFTER INSERT ON main.items BEGIN {add} END",
         f"CREATE TEMP TRIGGER IF NOT EXISTS {REMOVED}_ad AFTER DELETE ON main.items "
         f"BEGIN {remove} END",
         f"CREATE TEMP TRIGGER IF NOT EXISTS {ADDED}_au AFTER UPDATE OF {cols} ON main.items "
-        f"BEGIN {remove} {add} END",
+        f"WHEN {changed} BEGIN {remove} {add} END",
     ]
 
 
 def sync_terms(c: sqlite3.Connection) -> None:
-    """Apply this write transaction's log to the words table (before its commit). A word's
-    document count moves by exactly (documents added - removed) with it: up, it is there; the
-    same, unchanged; down, it stays only if some row still holds it."""
+    """Apply this write transaction's log to the words table (before its commit): each word's
+    document count moves by the documents that added it less those that removed it, exactly
+    as in the FTS table (the log's triggers mirror its), and a word at 0 goes."""
     counts = dict(c.execute(f"SELECT term, doc FROM temp.{ADDED}_vocab").fetchall())
     if not counts and c.execute(f"SELECT 1 FROM temp.{REMOVED}_vocab LIMIT 1").fetchone() is None:
         return
     for term, n in c.execute(f"SELECT term, doc FROM temp.{REMOVED}_vocab").fetchall():
         counts[term] = counts.get(term, 0) - n
     c.executemany(
-        f"INSERT OR IGNORE INTO {TERMS_TABLE} VALUES (?)",
-        [(t,) for t, n in counts.items() if n > 0],
+        f"INSERT INTO {TERMS_TABLE} VALUES (?, ?) "
+        "ON CONFLICT (term) DO UPDATE SET docs = docs + excluded.docs",
+        [(t, n) for t, n in counts.items() if n],
     )
-    table = FTS_TABLES["plain"]
-    gone = [
-        (t,)
-        for t, n in counts.items()
-        if n < 0
-        and c.execute(
-            f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1", (quote_word(t),)
-        ).fetchone()
-        is None
-    ]
-    c.executemany(f"DELETE FROM {TERMS_TABLE} WHERE term = ?", gone)
+    c.executemany(
+        f"DELETE FROM {TERMS_TABLE} WHERE term = ? AND docs <= 0",
+        [(t,) for t, n in counts.items() if n < 0],
+    )
     for log in (ADDED, REMOVED):
         c.execute(f"INSERT INTO temp.{log}({log}) VALUES ('delete-all')")
 
@@ -134,7 +130,7 @@ def rebuild_terms(c: sqlite3.Connection) -> bool:
     if meta.get("terms_generation") == meta["generation"]:
         return False
     c.execute(f"DELETE FROM {TERMS_TABLE}")
-    c.execute(f"INSERT INTO {TERMS_TABLE} SELECT term FROM temp.{VOCAB_TABLE}")
+    c.execute(f"INSERT INTO {TERMS_TABLE} SELECT term, doc FROM temp.{VOCAB_TABLE}")
     c.execute("INSERT OR REPLACE INTO meta VALUES ('terms_generation', ?)", (meta["generation"],))
     for log in (ADDED, REMOVED):  # what the table now holds already
         c.execute(f"INSERT INTO temp.{log}({log}) VALUES ('delete-all')")

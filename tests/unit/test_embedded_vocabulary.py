@@ -66,12 +66,12 @@ TEXTS = ("deploy kubernetes", "Déploy notes", "orchestration release", "relase 
          "kubectl zebrafish", "display delay", "", "ÜBER über uber")  # fmt: skip
 
 
-def _terms(c: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in c.execute(f"SELECT term FROM {q.TERMS_TABLE} ORDER BY term")]
+def _terms(c: sqlite3.Connection) -> list[tuple[str, int]]:
+    return c.execute(f"SELECT term, docs FROM {q.TERMS_TABLE} ORDER BY term").fetchall()
 
 
-def _vocab(c: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in c.execute(f"SELECT term FROM temp.{typos.VOCAB_TABLE} ORDER BY term")]
+def _vocab(c: sqlite3.Connection) -> list[tuple[str, int]]:
+    return c.execute(f"SELECT term, doc FROM temp.{typos.VOCAB_TABLE} ORDER BY term").fetchall()
 
 
 def _meta(c: sqlite3.Connection, key: str) -> str | None:
@@ -143,7 +143,7 @@ def test_a_write_without_the_words_table_is_read_through_the_vocabulary(tmp_path
         raw.execute("UPDATE items SET title = 'quokka' WHERE id = 'itm_a'")
         raw.execute("COMMIT")
         raw.close()
-        assert _terms(b._conn()) == ["zebrafish"]  # behind: not read
+        assert _terms(b._conn()) == [("zebrafish", 1)]  # behind: not read
         assert first_hits("quokk") == ["itm_a"] and first_hits("zebrafsh") == []
         b.upsert([(Item("itm_b", "ws", "wombat"), [1.0, 0, 0, 0])])  # stays behind
         assert _meta(b._conn(), "terms_generation") == "0"
@@ -153,7 +153,7 @@ def test_a_write_without_the_words_table_is_read_through_the_vocabulary(tmp_path
     b = EmbeddedBackend(path, 4)  # the next open rebuilds it
     try:
         c = b._conn()
-        assert _terms(c) == _vocab(c) == ["quokka", "wombat"]
+        assert _terms(c) == _vocab(c) == [("quokka", 1), ("wombat", 1)]
         assert _meta(c, "terms_generation") == _meta(c, "generation")
     finally:
         b.close()
