@@ -33,6 +33,7 @@ much): run it on a quiet machine.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -155,6 +156,9 @@ def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]
         }
         for name in names
     }
+    summed = ("suli_legs", "suli_page", "suli_legs_words_clause", "suli_page_no_words")
+    if not set(summed) <= set(out):  # --kinds left some out
+        return out
     suli = out["suli_legs"]["cpu_ms_median"] + out["suli_page"]["cpu_ms_median"]
     out["suli_search_cpu_ms"] = round(suli, 2)
     before = (out["suli_legs_words_clause"]["cpu_ms_median"]
@@ -166,7 +170,10 @@ def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args, run = loaded_run(__doc__, argv)
+    def only(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--kinds", nargs="+", help="these kinds only (default: every kind)")
+
+    args, run = loaded_run(__doc__, argv, only)
     texts, vecs = run.query_set
     load_before = [round(x, 2) for x in os.getloadavg()]
     kept = recorded(run, texts)
@@ -174,6 +181,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     checked = [len(p.words_of) for p in pages if p.words_of]
     native = has_native_hybrid(run.backend.client)
     sides = kinds(run, texts, vecs, legs, pages, native)
+    if args.kinds:
+        sides = {k: v for k, v in sides.items() if k in args.kinds}
     idle0, t0 = nodes_cpu_ms(run), time.perf_counter()
     idle = (nodes_cpu_ms(run) - idle0) / (time.perf_counter() - t0)
     got: dict[str, Any] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,9 +23,13 @@ if TYPE_CHECKING:  # the scale bench's latency phase imports this module
     from bench.scale_cluster.size import SizeRun
 
 
-def loaded_run(doc: str, argv: Sequence[str] | None) -> tuple[argparse.Namespace, SizeRun]:
-    """The command line of a replay bench (its description: the first line of `doc`) and the
-    scale bench's run over the loaded index it names."""
+def loaded_run(
+    doc: str,
+    argv: Sequence[str] | None,
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> tuple[argparse.Namespace, SizeRun]:
+    """The command line of a replay bench (its description: the first line of `doc`; `more`
+    adds the bench's own arguments) and the scale bench's run over the loaded index it names."""
     from bench.scale_cluster.run import parse_args
     from bench.scale_cluster.size import SizeRun
 
@@ -36,6 +40,8 @@ def loaded_run(doc: str, argv: Sequence[str] | None) -> tuple[argparse.Namespace
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--prefix", default="bench-sc", help="the scale bench's --prefix")
     ap.add_argument("--out", type=Path)
+    if more is not None:
+        more(ap)
     args = ap.parse_args(argv)
     scale = parse_args(["--url", args.url, "--sizes", str(args.n), "--queries", str(args.queries),
                         "--prefix", args.prefix])  # fmt: skip

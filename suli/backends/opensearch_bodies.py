@@ -366,22 +366,32 @@ def page_bodies(q: PageQuery, form: TextForm = TEXT_FORM) -> list[dict[str, Any]
     return out
 
 
+WORDS_AGG = "words"  # the words body's bucket of ids
+
+
 def words_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
-    """Which of the meaning-only hits `q.words_of` the text leg's words match under the
-    search's filters: the text leg's query (its scoring clause in filter context: nothing is
-    scored) narrowed to those ids. Asked only for a text leg cut at depth, where one of them
-    may be a word match further down (suli.counting); 5 ms of node CPU where it is asked,
-    against 8 on every search as a named clause of the vector leg (bench/RESULTS.md 20)."""
+    """Which of the meaning-only hits `q.words_of` the text leg's words match: its scoring
+    clause (in filter context: nothing is scored) narrowed to those ids, the ids read back as
+    one bucket each (`size` 0: no fetch phase; `map`: no global ordinals of the id field, which
+    every refresh would make the engine build again). Asked only for a text leg cut at depth,
+    where one of them may be a word match further down (suli.counting). The ids are the vector
+    leg's, which held them under the search's visibility and filters already: repeating those
+    here would read the visibility document again, for an answer that names no other item."""
     assert q.text is not None
     return {
-        **_lean(len(q.words_of)),
+        "size": 0,
+        "track_total_hits": False,
         "query": {
             "bool": {
                 "filter": [
                     text_match(q.text, q.text_fields, form),
-                    *filter_clauses(q.vis, q.filters, q.regex),
                     {"terms": {"id": list(q.words_of)}},
                 ]
+            }
+        },
+        "aggs": {
+            WORDS_AGG: {
+                "terms": {"field": "id", "size": len(q.words_of), "execution_hint": "map"}
             }
         },
     }

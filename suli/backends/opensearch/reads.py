@@ -195,7 +195,7 @@ class Reads(Workspaces):
         # The page's bodies (text hits, highlighted, first), then the words' check, then the
         # replacements' (page_bodies and make above).
         seen = _ids(got.pop()) if wanted else frozenset()
-        words = _ids(got.pop()) if query.words_of else None
+        words = _words(got.pop()) if query.words_of else None
         items: dict[str, Item] = {}
         highlights: dict[str, tuple[str, ...]] = {}
         for part in got:
@@ -406,11 +406,13 @@ PAGE_RETRY_PAUSES_S = (0.25, 1.0)
 
 
 def _ids(answer: dict[str, Any]) -> frozenset[str]:
-    """The item ids of a search answer's hits (from `_source` or from doc values)."""
-    return frozenset(
-        h["_source"]["id"] if "_source" in h else h["fields"]["id"][0]
-        for h in answer["hits"]["hits"]
-    )
+    """The item ids of a search answer's hits."""
+    return frozenset(h["_source"]["id"] for h in answer["hits"]["hits"])
+
+
+def _words(answer: dict[str, Any]) -> frozenset[str]:
+    """The ids bodies.words_body found the words match."""
+    return frozenset(b["key"] for b in answer["aggregations"][bodies.WORDS_AGG]["buckets"])
 
 
 def _partial(responses: list[dict[str, Any]]) -> str | None:
