@@ -390,9 +390,7 @@ def words_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
             }
         },
         "aggs": {
-            WORDS_AGG: {
-                "terms": {"field": "id", "size": len(q.words_of), "execution_hint": "map"}
-            }
+            WORDS_AGG: {"terms": {"field": "id", "size": len(q.words_of), "execution_hint": "map"}}
         },
     }
 
