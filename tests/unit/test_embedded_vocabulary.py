@@ -100,10 +100,17 @@ def test_the_words_table_is_the_vocabulary_after_every_write(
                           for n, title, body in rows])  # fmt: skip
             else:
                 b.delete("ws", [f"itm_{n}" for n, _, _ in rows])
-            assert _terms(c) == _vocab(c)
-            assert _meta(c, "terms_generation") == _meta(c, "generation")
+            _current(c)
     finally:
         b.close()
+
+
+def _current(c: sqlite3.Connection) -> list[tuple[str, int]]:
+    """Assert the words table is the vocabulary's and current for the store's generation."""
+    terms = _terms(c)
+    assert terms == _vocab(c)
+    assert _meta(c, "terms_generation") == _meta(c, "generation")
+    return terms
 
 
 def test_a_store_without_the_words_table_fills_it_on_open(tmp_path: Path) -> None:
@@ -118,8 +125,7 @@ def test_a_store_without_the_words_table_fills_it_on_open(tmp_path: Path) -> Non
     b = EmbeddedBackend(path, 4)
     try:
         c = b._conn()
-        assert _terms(c) == _vocab(c) != []
-        assert _meta(c, "terms_generation") == _meta(c, "generation")
+        assert _current(c) != []
     finally:
         b.close()
 
