@@ -100,9 +100,10 @@ class PageQuery:
     text_fields: TextFields = "stemmed"
     highlight_ids: tuple[str, ...] = ()  # the page's text-leg hits: only these are highlighted
     replacements: tuple[str, ...] = ()  # superseded_by ids to check for visibility
-    # Meaning-only hits to check against the text leg's words under the filters (Page.
-    # word_matches), for an exact `total` without a count of its own; only asked when the
-    # legs did not say (LegResults.word_matches None). A backend may ignore it.
+    # Meaning-only hits (found under the search's visibility and filters) to check against
+    # the text leg's words (Page.word_matches), for an exact `total` without a count of its
+    # own; only asked when the legs did not say (LegResults.word_matches None). A backend may
+    # ignore it, and `total` is then counted apart.
     words_of: tuple[str, ...] = ()
 
 
