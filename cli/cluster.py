@@ -123,6 +123,12 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     help="TLS on HTTP and transport, users and roles: the opensearch-security plugin "
     "(2.19.1 only); prints the https URL, CA file and admin credentials.",
 )
+@click.option(
+    "--wipe",
+    is_flag=True,
+    help="Delete the data of another cluster's stopped nodes in the state dir (without it, "
+    "`up` refuses to start over them and names the shape that starts them).",
+)
 @click.pass_obj
 def up(
     state_dir: Path | None,
@@ -135,6 +141,7 @@ def up(
     version: str,
     plugins: tuple[str, ...],
     secure: bool,
+    wipe: bool,
 ) -> None:
     """Provision (first time only), start the nodes and wait until they are ready.
 
@@ -159,6 +166,7 @@ def up(
             plugins=plugins,
             version=version,
             secure=secure,
+            wipe=wipe,
         )
     except devcluster.ClusterError as err:
         raise _Failure(str(err)) from err

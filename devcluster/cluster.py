@@ -253,6 +253,26 @@ def _wipe(root: Path) -> None:
     (root / JDK_FILE).unlink(missing_ok=True)
 
 
+def _holds_data(root: Path) -> bool:
+    """True when any node of the state dir has written data (an index, the cluster state)."""
+    return any(p.is_dir() and any(p.iterdir()) for p in (root / "nodes").glob("*/data"))
+
+
+def _other_shape(root: Path, old: ClusterSpec) -> str:
+    """The refusal of `up` over another cluster's data: what it is and the two ways on."""
+    start = f"suli cluster --state-dir {root} up --nodes {old.nodes} --http-port {old.http_port}"
+    if old.transport_port != old.http_port + 100:
+        start += f" --transport-port {old.transport_port}"
+    start += f" --heap {old.heap} --version {old.version}"
+    start += "".join(f" --plugin {p}" for p in old.plugins) + (" --secure" if old.secure else "")
+    return (
+        f"{root} holds the data of another cluster (OpenSearch {old.version}, {old.nodes} "
+        f"node(s) from port {old.http_port}, heap {old.heap}), which this shape would wipe. "
+        f"Start it as it was: `{start}`; or delete its data: `up --wipe` "
+        f"(or `suli cluster --state-dir {root} down --wipe`)"
+    )
+
+
 def up(
     nodes: int = 1,
     http_port: int = 9200,
@@ -265,6 +285,7 @@ def up(
     plugins: Sequence[str] = (),
     version: str | None = None,
     secure: bool = False,
+    wipe: bool = False,
 ) -> Cluster:
     """Provision if needed, start the nodes and wait until the cluster is ready.
 
@@ -281,8 +302,9 @@ def up(
 
     Transport ports default to http_port + 100. Starting the same cluster again is a no-op;
     a different shape or plugin set in the same state dir must be brought down first. Data is
-    kept between runs of the same shape and wiped when the shape (nodes, ports, heap, version)
-    changes; a changed plugin set alone keeps it.
+    kept between runs of the same shape; a changed plugin set alone keeps it too. Where the
+    stopped nodes of another shape (nodes, ports, heap, version) hold data, `up` refuses and
+    names the shape that starts them, unless `wipe` says to delete that data.
 
     `secure` runs the security plugin (2.19.1 only): TLS on HTTP and transport, an `admin`
     user and certificates made in <state>/security (devcluster.security); the URLs are https.
@@ -322,6 +344,8 @@ def up(
         existing.wait_ready(timeout=timeout)
         return existing
     if existing and existing.spec.without_plugins() != spec.without_plugins():
+        if not wipe and _holds_data(root):
+            raise ClusterError(_other_shape(root, existing.spec))
         log.info("cluster shape changed: wiping old node data in %s", root)
         _wipe(root)
     for port in spec.http_ports + spec.transport_ports:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from uuid import uuid4
 
@@ -49,9 +50,16 @@ def test_replicated_index_survives_a_killed_node(
     health = cluster.wait_green(timeout=120)
     assert (health["status"], health["number_of_nodes"]) == ("green", 3)
     index_health(client, replicated_index, {"green"}, 3, 120)  # rebalancing done
-    shards = client.cat.shards(index=replicated_index, format="json")
-    assert {s["state"] for s in shards} == {"STARTED"}
-    holders = {s["node"] for s in shards}
+    # The balancer may start moving a copy again right after (another test's index came or
+    # went): wait until every copy is started, on all three nodes, before the kill.
+    deadline = time.monotonic() + 120
+    while True:
+        shards = client.cat.shards(index=replicated_index, format="json")
+        states, holders = {s["state"] for s in shards}, {s["node"] for s in shards}
+        if (states, holders) == ({"STARTED"}, {"n1", "n2", "n3"}) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert states == {"STARTED"}
     assert holders == {"n1", "n2", "n3"}
     assert client.count(index=replicated_index)["count"] == DOCS
 

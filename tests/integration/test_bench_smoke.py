@@ -18,6 +18,7 @@ from opensearchpy import OpenSearch
 import devcluster
 from bench import (
     concurrency,
+    core_cpu,
     engine_cpu,
     filtered_knn,
     indexing_scale,
@@ -143,6 +144,8 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
                                    "--queries", "8", "--rounds", "1"])  # fmt: skip
         cpu = engine_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
                                "--queries", "8", "--rounds", "1"])  # fmt: skip
+        core = core_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
+                              "--queries", "8", "--rounds", "2"])  # fmt: skip
         alias = f"{prefix}-clustered-{n}"
         merged = segments.main(["--url", opensearch_url, "--alias", alias, "--set",
                                 "segments_per_tier=2", "floor_segment=64mb", "--quiet", "1",
@@ -190,6 +193,9 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         2,
     )
     assert 0 <= cpu["pages_with_words_check"] <= cpu["page_requests"]
+    # Replayed from the tape (the same results, else it stops): two requests a search.
+    assert core["queries"] == 8 and 1 <= core["requests_per_search"] <= 2
+    assert len(core["cpu_ms_per_search"]) == 2 and core["cpu_ms_median"] > 0
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
     assert list(rows) == ["cluster", "load", "settle", "latency", "writes", "recall",

@@ -113,6 +113,29 @@ def test_a_taken_port_is_refused_before_anything_starts(listener: int, tmp_path:
     assert not (tmp_path / "nodes").exists()  # nothing was provisioned or started
 
 
+def test_up_refuses_to_wipe_another_clusters_data_unless_told(
+    listener: int, tmp_path: Path
+) -> None:
+    """A bare `up` over the stopped nodes of another shape (here a 3-node 3.5.0 cluster on 9241)
+    names the command that starts them and deletes nothing; `up --wipe` deletes their data."""
+    old = ClusterSpec(nodes=3, http_port=9241, transport_port=9341, heap="2g", version="3.5.0")
+    (tmp_path / devcluster.cluster.SPEC_FILE).write_text(old.to_json())
+    kept = tmp_path / "nodes" / "n2" / "data" / "nodes" / "0"
+    kept.mkdir(parents=True)
+    (kept / "segments_1").write_text("an index")
+    args = ["cluster", "--state-dir", str(tmp_path), "up", "--http-port", str(listener)]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 1, refused.output
+    start = "up --nodes 3 --http-port 9241 --heap 2g --version 3.5.0"
+    assert start in refused.output and "--wipe" in refused.output
+    assert (kept / "segments_1").read_text() == "an index"
+    assert devcluster.load(tmp_path).spec == old  # type: ignore[union-attr]
+    # With --wipe the old data goes; this shape then stops at the taken port, as any up would.
+    wiped = CliRunner().invoke(cli, [*args[:4], "--wipe", *args[4:]])
+    assert wiped.exit_code != 0 and f"port {listener}" in wiped.output
+    assert not (tmp_path / "nodes").exists()
+
+
 def _answering(payload: dict[str, object]) -> type[BaseHTTPRequestHandler]:
     """A stand-in node that answers every GET with `payload` as JSON."""
 

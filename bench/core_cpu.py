@@ -1,0 +1,118 @@
+"""The search core's own CPU per search, apart from the engine: answers recorded once, replayed.
+
+On an index the scale bench loaded, each query's first page goes through `Searcher.search` once
+against the nodes, and every answer the client's connections return (status, headers and the
+raw body text) is kept in order. Then --rounds rounds replay the same searches with the
+connections answering from that tape instead of the network: everything of Suli and of
+opensearch-py runs as it does in production (bodies built and serialised, answers parsed,
+fusion, ranking, gates, the page filled and rendered), only the socket is gone. What is
+measured is the process's CPU time per search (`time.process_time`, all threads), so another
+process on the machine slows it little, and the engine's own work is not in it at all.
+
+A replayed search must send the requests it recorded: a change that sends other requests
+(more, fewer, another body) is refused with a message, since its tape would answer the wrong
+question. --profile prints cProfile's top functions over one more round.
+
+Run from the repo root (a tree of another commit runs its own copy of this file for an A/B):
+  .venv/bin/python -m bench.core_cpu --url http://127.0.0.1:9241 [--n 100000] [--queries 200]
+      [--rounds 5] [--profile] [--out bench/results/core_cpu_X.json]
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench.replay import loaded_run, report
+from suli.models import SearchRequest
+
+Call = tuple[str, str, str]  # method, url, body sent: what a replayed request must repeat
+
+
+class Tape:
+    """Stands in for the client's connections: records their answers, then replays them."""
+
+    def __init__(self, client: Any) -> None:
+        self.conns = list(client.transport.connection_pool.connections)
+        self.real = [c.perform_request for c in self.conns]
+        self.kept: dict[str, list[tuple[Call, Any]]] = {}
+        self.query = ""
+        self.at = 0
+        self.replaying = False
+        for conn, real in zip(self.conns, self.real, strict=True):
+            conn.perform_request = self._through(real)
+
+    def _through(self, real: Callable[..., Any]) -> Callable[..., Any]:
+        def perform(method: str, url: str, params: Any = None, body: Any = None,
+                    *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+            sent = (method, url, body.decode() if isinstance(body, bytes) else str(body))
+            if not self.replaying:
+                answer = real(method, url, params, body, *args, **kwargs)
+                self.kept.setdefault(self.query, []).append((sent, answer))
+                return answer
+            tape = self.kept[self.query]
+            if self.at >= len(tape) or tape[self.at][0][:2] != sent[:2]:
+                raise SystemExit(f"replay of {self.query!r} sent {sent[:2]}, not what it recorded")
+            answer = tape[self.at][1]
+            self.at += 1
+            return answer
+
+        return perform
+
+    def on(self, query: str) -> None:
+        self.query, self.at = query, 0
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    def more(ap: Any) -> None:
+        ap.add_argument("--profile", action="store_true", help="cProfile one more round")
+
+    args, run = loaded_run(__doc__, argv, more)
+    texts, _ = run.query_set
+    searcher, principal = run.searcher, run.principal
+    tape = Tape(run.backend.client)
+
+    def one(q: str) -> Any:
+        tape.on(q)
+        return searcher.search(principal, SearchRequest(query=q, limit=10))
+
+    one(texts[0])  # what a first search reads once (e.g. the index's mapping) stays untaped
+    tape.kept.clear()
+    recorded = {q: one(q) for q in texts}  # against the nodes: the tape
+    tape.replaying = True
+    for q in texts:  # the answers replayed are the answers recorded
+        got = one(q)
+        assert [r.id for r in got.results] == [r.id for r in recorded[q].results], q
+    per_round: list[float] = []
+    for _ in range(args.rounds):
+        cpu = time.process_time()
+        for q in texts:
+            one(q)
+        per_round.append(round((time.process_time() - cpu) * 1000 / len(texts), 3))
+    got: dict[str, Any] = {
+        "alias": run.alias,
+        "queries": len(texts),
+        "requests_per_search": round(sum(map(len, tape.kept.values())) / len(texts), 2),
+        "rounds": args.rounds,
+        "cpu_ms_per_search": per_round,
+        "cpu_ms_median": statistics.median(per_round),
+    }
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for q in texts:
+            one(q)
+        prof.disable()
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
+        got["profile_tottime"] = out.getvalue().splitlines()
+    return report("bench.core_cpu", args, argv, got)
+
+
+if __name__ == "__main__":
+    main()
