@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import cProfile
 import io
+import os
 import pstats
 import statistics
 import time
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         ap.add_argument("--profile", action="store_true", help="cProfile one more round")
 
     args, run = loaded_run(__doc__, argv, more)
+    load_before = os.getloadavg()
     texts, _ = run.query_set
     searcher, principal = run.searcher, run.principal
     tape = Tape(run.backend.client)
@@ -101,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "rounds": args.rounds,
         "cpu_ms_per_search": per_round,
         "cpu_ms_median": statistics.median(per_round),
+        "load_avg_before": [round(x, 2) for x in load_before],
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
     if args.profile:
         prof = cProfile.Profile()
@@ -108,9 +112,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for q in texts:
             one(q)
         prof.disable()
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
-        got["profile_tottime"] = out.getvalue().splitlines()
+        for order, restrict in (("tottime", 25), ("cumtime", 40)):
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats(order).print_stats(restrict)
+            got[f"profile_{order}"] = out.getvalue().splitlines()
     return report("bench.core_cpu", args, argv, got)
 
 
