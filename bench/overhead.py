@@ -206,6 +206,20 @@ def http_client(searcher: Searcher, principal_id: str = PRINCIPAL.id) -> tuple[A
     return client, {"Authorization": f"Bearer {token}"}
 
 
+def profiled(work: Callable[[], object], *orders: tuple[str, int]) -> list[str]:
+    """cProfile's report of one run of `work`, once per (sort order, top n) asked."""
+    prof = cProfile.Profile()
+    prof.enable()
+    work()
+    prof.disable()
+    out = []
+    for order, top in orders:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats(order).print_stats(top)
+        out.append(buf.getvalue())
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -267,14 +281,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "core_phases_p50_ms": {k: round(pct(v, 50), 2) for k, v in phases.items()},
     }
     if args.profile:
-        prof = cProfile.Profile()
-        prof.enable()
-        for q in queries:
-            core_side(q)
-        prof.disable()
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(25)
-        report["profile"] = buf.getvalue()
+        (report["profile"],) = profiled(lambda: [core_side(q) for q in queries], ("cumulative", 25))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

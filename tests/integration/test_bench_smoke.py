@@ -69,9 +69,10 @@ def tiny_corpus(opensearch_url: str) -> Iterator[str]:
 def test_overhead_reports_every_side(opensearch_url: str, tiny_corpus: str) -> None:
     report = overhead.main(
         ["--url", opensearch_url, "--source-alias", tiny_corpus, "--alias", f"{tiny_corpus}-o",
-         "--queries", "3", "--rounds", "1"]
+         "--queries", "3", "--rounds", "1", "--profile"]
     )  # fmt: skip
     assert report["docs"] == 30
+    assert "Ordered by: cumulative time" in report["profile"]
     assert set(report["sides"]) == {"raw_msearch", "suli_core", "suli_http"}
     assert all(s["n"] == 3 for s in report["sides"].values())
     assert report["sides"]["raw_msearch"]["p50_ratio"] == 1.0
@@ -194,7 +195,7 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     )
     assert 0 <= cpu["pages_with_words_check"] <= cpu["page_requests"]
     # Replayed from the tape (the same results, else it stops): two requests a search.
-    assert core["queries"] == 8 and 1 <= core["requests_per_search"] <= 2
+    assert 0 < core["queries"] <= 8 and 1 <= core["requests_per_search"] <= 2  # distinct texts
     assert len(core["cpu_ms_per_search"]) == 2 and core["cpu_ms_median"] > 0
     assert report["errors"] == []
     rows = {r["phase"]: r for r in report["rows"]}
