@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Protocol, TypeVar
 
@@ -66,6 +66,13 @@ class Phases:
 
     def done(self) -> dict[str, float]:
         return {**self.ms, "total": round((time.perf_counter() - self.start) * 1000, 3)}
+
+
+def _one_index(hits: Iterable[Hit]) -> str | None:
+    """The physical index every hit was found in, when they name one (a workspace's items
+    live in one index: the page, its direct references and replacements are read from it)."""
+    found = {h.index for h in hits}
+    return found.pop() if len(found) == 1 else None
 
 
 class Reranker(Protocol):
@@ -411,6 +418,8 @@ class Searcher:
             query.text_fields,
             replacements=tuple(it.superseded_by for it in preferred if it.superseded_by),
             words_of=unsure,
+            index=_one_index(hits.values()),
+            checked=vis if vis.stored is None else None,
         )
         shown, used = ph.run(
             "fetch",

@@ -44,9 +44,11 @@ class Hit:
 
     score: BM25 for text, cosine similarity for vector. `key`: the backend's own sort values
     of a text hit (to continue the leg after it), None when the backend pages by offset.
+    `index`: the physical index the hit was found in, where the backend has several (the
+    page is then read from it by id), else None.
     """
 
-    __slots__ = ("id", "key", "outcome", "score", "superseded_by")
+    __slots__ = ("id", "index", "key", "outcome", "score", "superseded_by")
 
     def __init__(
         self,
@@ -55,9 +57,10 @@ class Hit:
         outcome: str | None = None,
         superseded_by: str | None = None,
         key: tuple[Any, ...] | None = None,
+        index: str | None = None,
     ) -> None:
         self.id, self.score, self.outcome = item_id, score, outcome
-        self.superseded_by, self.key = superseded_by, key
+        self.superseded_by, self.key, self.index = superseded_by, key, index
 
     def __repr__(self) -> str:
         return f"Hit({self.id!r}, {self.score!r})"
@@ -105,6 +108,12 @@ class PageQuery:
     # own; only asked when the legs did not say (LegResults.word_matches None). A backend may
     # ignore it, and `total` is then counted apart.
     words_of: tuple[str, ...] = ()
+    # Where the legs found the page (Hit.index, when they all name one) and the visibility
+    # they were answered under, its boards known: a backend may then read the page by id and
+    # check it in the core (suli.visibility.can_see, suli.filtering.passes), provided the
+    # caller's visibility is read in the same request.
+    index: str | None = None
+    checked: Visibility | None = None
 
 
 @dataclass(frozen=True)

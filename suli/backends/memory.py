@@ -16,10 +16,11 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from rapidfuzz.distance import OSA
 
+from suli import filtering
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
@@ -142,31 +143,9 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / (na * nb)
 
 
-def _day(d: datetime | None) -> date | None:
-    return d.astimezone(UTC).date() if d is not None else None
-
-
 def passes(item: Item, filters: Filters, regex: str | None = None) -> bool:
     """Every filter of a request (DESIGN 3.7), as the other backends apply them."""
-    checks = (
-        (filters.kinds, (item.kind,)),
-        (filters.outcomes, (item.outcome,)),
-        (filters.boards, (item.board,)),
-        (filters.agents, (item.agent,)),
-        (filters.stations, (*(s.id for s in item.stations), *(s.name for s in item.stations))),
-        (filters.tags, item.tags),
-    )
-    for wanted, have in checks:
-        if wanted and not set(wanted).intersection(v for v in have if v is not None):
-            return False
-    day = _day(item.last_activity_at)
-    if filters.since and (day is None or day < filters.since):
-        return False
-    if filters.until and (day is None or day > filters.until):
-        return False
-    if item.hidden and not filters.include_hidden:
-        return False
-    if item.id in filters.exclude_ids:
+    if not filtering.passes(item, filters):
         return False
     if regex:
         rx = compile_regex(regex)

@@ -154,6 +154,7 @@ class Connection:
         # Writes: the transport never retries; the bulk layer owns all retries.
         self.write_client = make_client(settings, max_retries=0)
         self._keyed = False  # the live index keys items per workspace (checked on first write)
+        self._keyed_indices: dict[str, bool] = {}  # physical index -> keyed (the page's reads)
         # (embed hash, seq_no, primary_term) by _id, as stored_hashes read them; an upsert that
         # keeps a stored vector writes only that version of the document.
         self._seen: dict[str, tuple[str, int, int]] = {}

@@ -11,6 +11,8 @@ from typing import Any
 
 import opensearchpy
 
+from suli import filtering
+from suli.backends import keys
 from suli.backends import opensearch_bodies as bodies
 from suli.backends import opensearch_docs as docs
 from suli.backends import opensearch_vis as visdocs
@@ -27,10 +29,11 @@ from suli.backends.base import (
     Session,
 )
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
+from suli.backends.opensearch.indices import KEYED_SINCE
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.errors import BackendUnavailable, InvalidInput, SuliError
 from suli.models import Filters, Item
-from suli.visibility import Visibility, visibility_for
+from suli.visibility import Visibility, can_see, visibility_for
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +147,7 @@ class Reads(Workspaces):
                 else:  # sorted by (score, id): the score is the first sort value
                     score, key = float(h["sort"][0]), tuple(h["sort"])
                 outcome, replaced = (f.get(n, [None])[0] for n in ("outcome", "superseded_by"))
-                out[leg].append(Hit(item_id, score, outcome, replaced, key))
+                out[leg].append(Hit(item_id, score, outcome, replaced, key, h.get("_index")))
         # Equal scores come back in Lucene doc-id order, which segment merges renumber, so
         # any write (another workspace's too) could reorder them: ties go by item id instead
         # (bench/term_stats.py: without this, 57-85 % of orders moved where scores moved 7 %).
@@ -175,6 +178,9 @@ class Reads(Workspaces):
             return Page()
         if query.text is None:
             query = replace(query, words_of=())
+        by_id = self._page_by_id(query)
+        if by_id is not None:
+            return by_id
         wanted = list(dict.fromkeys(query.replacements))
 
         def make(vis: Visibility) -> list[dict[str, Any]]:
@@ -204,6 +210,80 @@ class Reads(Workspaces):
                 items[it.id] = it
                 highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
         return Page(items, highlights, seen, words)
+
+    def _page_by_id(self, query: PageQuery) -> Page | None:
+        """The page read by id (`_mget`: each item from the one shard copy that holds it, no
+        query phase on every shard, nothing highlighted: the core makes the snippets) with
+        the caller's visibility document in the same request; visibility and the search's
+        filters are then checked in the core by the one rule (suli.visibility, suli.
+        filtering). A realtime get is fresher than a search: an item deleted, moved to a hidden
+        board or edited since the legs ran is seen as it is now. None where this path does not
+        apply (a regex, the words' check, a visibility known only by its token, items of an
+        index keyed by bare ids, or any doubt in the answer): the page is then searched."""
+        vis, checked, index = query.vis, query.checked, query.index
+        if query.regex or query.words_of or index is None or checked is None:
+            return None
+        if checked.stored is not None or checked.workspace != vis.workspace:
+            return None
+        if checked.principal_id != vis.principal_id or not self._keyed_index(index):
+            return None
+        if isinstance(vis.stored, visdocs.TokenBoards):
+            return None
+        source = {"excludes": bodies.SOURCE_EXCLUDES}
+        ids = list(dict.fromkeys(query.ids))
+        reps = [i for i in dict.fromkeys(query.replacements) if i not in ids]
+        docs_ = [
+            {"_index": index, "_id": keys.key(vis.workspace, i), "_source": source}
+            for i in (*ids, *reps)
+        ]
+        if vis.stored is not None:
+            docs_.append({"_index": vis.stored.index, "_id": vis.stored.doc})
+        params = self._params()
+        params.pop("timeout", None)
+        got = wrap(lambda: self.client.mget(body={"docs": docs_}, params=params), "page")["docs"]
+        if any("error" in d for d in got):
+            return None  # a shard copy did not answer: the searched page retries and says so
+        boards = checked.boards
+        if vis.stored is not None:
+            doc = got.pop()
+            src = doc.get("_source") or {}
+            if (
+                not doc.get("found")
+                or src.get("workspace") != vis.workspace
+                or frozenset(src.get("groups") or ()) != vis.stored.groups
+            ):
+                return None  # no document made for these groups: the searched page checks it
+            # Boards the legs' checked visibility held and the document still lists: an ACL
+            # or group write acknowledged since the legs ran has rewritten the document.
+            boards = boards & frozenset(src.get("board") or ())
+        now = Visibility(vis.workspace, vis.principal_id, boards)
+        found = {
+            it.id: it
+            for d in got
+            if d.get("found") and (it := docs.doc_to_item(d["_source"])).workspace == vis.workspace
+        }
+        items = {
+            i: found[i]
+            for i in ids
+            if i in found and can_see(now, found[i]) and filtering.passes(found[i], query.filters)
+        }
+        seen = frozenset(i for i in query.replacements if i in found and can_see(now, found[i]))
+        return Page(items, {}, seen, None)
+
+    def _keyed_index(self, index: str) -> bool:
+        """Whether a physical index keys its items by workspace (`keys.key`), as every index
+        of this Suli's mappings does; an older one is read by search (its `_id`s are bare)."""
+        known = self._keyed_indices.get(index)
+        if known is None:
+            got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+            versions = [
+                int((m["mappings"].get("_meta") or {}).get("mapping_version") or 0)
+                for m in got.values()
+            ]
+            known = len(versions) == 1 and versions[0] >= KEYED_SINCE
+            if len(got) == 1:  # one physical index: its mapping version never changes
+                self._keyed_indices[index] = known
+        return known
 
     def _page_answers(
         self, vis: Visibility, make: Callable[[Visibility], list[dict[str, Any]]]
