@@ -211,6 +211,7 @@ SEARCH_ARGS = (
     "max_results",
     "cursor",
     "facets",
+    "exact_total",
 )
 RELATED_ARGS = ("item_id", "title", "spec", "references", "limit", "max_results")
 
@@ -328,6 +329,13 @@ def build_server(access: Access) -> MCPServer:
                 "matches (to pick a filter for a next call)."
             ),
         ] = False,
+        exact_total: Annotated[
+            bool,
+            Field(
+                description="Count `total` exactly (slower on large libraries); by default it "
+                "is exact up to a limit and a lower bound past it (`total_relation` \"gte\")."
+            ),
+        ] = False,
     ) -> Annotated[CallToolResult, ToolSearchOut]:
         """Search the work library by words and meaning; with no words, browse newest first.
 
@@ -363,6 +371,7 @@ def build_server(access: Access) -> MCPServer:
             "max_results": max_results,
             "cursor": cursor,
             "facets": facets,
+            "exact_total": exact_total,
         }
         return await library_search_impl(access, ctx, args)
 

@@ -118,6 +118,11 @@ class _SearchOptions(BaseModel):
     facets: bool = Field(
         False, description="Also count filter values over this search's matches (`facets`)."
     )
+    exact_total: bool = Field(
+        False,
+        description="Count `total` exactly even where that costs the engine; by default it is "
+        "exact up to a limit and past it a lower bound (`total_relation` \"gte\").",
+    )
 
 
 class SearchQuery(FacetsQuery, _SearchOptions):

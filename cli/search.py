@@ -42,6 +42,12 @@ from suli.text import words as query_words
 )
 @click.option("--hidden", "include_hidden", is_flag=True, help="Include hidden items.")
 @click.option("--explain", is_flag=True, help="Show why each result ranks where it does.")
+@click.option(
+    "--exact-total",
+    "exact_total",
+    is_flag=True,
+    help="Count every match exactly (else: exact up to a limit, 'at least N' past it).",
+)
 @click.option("--page", type=int, help="Page number (1 = first; pages of --limit results).")
 @click.option("--cursor", help="The `next` of an earlier --json answer: its next page.")
 @click.option(

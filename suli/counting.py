@@ -92,7 +92,9 @@ def words_unknown(
     """The meaning-only hits whose word match `total` needs and the legs did not tell: a text
     leg cut at depth may match any of them further down. The page fetch asks (PageQuery.
     words_of); facets count the union themselves, so they need none."""
-    if req.facets or legs.word_matches is not None or not text_counted(query, legs):
+    if not req.exact_total or req.facets:
+        return ()  # a lower bound needs no check; facets count the union themselves
+    if legs.word_matches is not None or not text_counted(query, legs):
         return ()
     assert legs.text_total is not None
     return meaning_only(scored) if legs.text_total > len(legs.text) else ()
@@ -108,7 +110,8 @@ def search_total(
     word_matches: frozenset[str] | None = None,
 ) -> tuple[int, Relation, Facets | None]:
     """(total, its relation, the facets when `req` asks for them). `word_matches`: which of
-    words_unknown's hits the page fetch found the words match, where the legs did not say."""
+    words_unknown's hits the page fetch found the words match, where the legs did not say.
+    Without `req.exact_total`, what costs a count of its own is given as a lower bound."""
     alone = meaning_only(scored)
     counted = text_counted(query, legs)
     vector_lost = query.vector is None and req.mode != "text"  # embedder failed: degraded
@@ -127,13 +130,18 @@ def search_total(
     if not counted:
         return len(scored), relation, None
     assert legs.text_total is not None
+    if not legs.text_total_exact:  # past the count limit: the words match at least this many
+        relation = "gte"
     if legs.text_total > len(legs.text) and alone:
         # The word leg was cut at depth: a meaning-only hit may be a word match further
         # down. The legs or the page fetch say which of them the words match (then no
-        # request of its own); else the engine counts the union exactly.
+        # request of its own); else the engine counts the union exactly when asked to, and
+        # otherwise the answer says at least the larger part.
         found = legs.word_matches if legs.word_matches is not None else word_matches
         if found is not None:
             extra = [i for i in alone if i not in found]
             return legs.text_total + len(extra), relation, None
+        if not req.exact_total:
+            return max(legs.text_total, len(scored)), "gte", None
         return count_facets(match, 0).total, relation, None
     return legs.text_total + len(alone), relation, None

@@ -112,6 +112,9 @@ class SearchRequest:
     cursor: str | None = None  # a `next` token of an earlier page of this same search
     offset: int = 0  # where the page starts in the ranked list (local callers; else cursor)
     facets: bool = False  # also count facet values over this search's matches
+    # `total` exact even where counting costs the engine (DESIGN 3.7); else what comes free:
+    # a true lower bound ("gte") past Settings.total_count_limit or a cut word leg.
+    exact_total: bool = False
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ NAMES = (
     "cursor",
     "page",
     "facets",
+    "exact_total",
 )
 # Edge names that differ from the core's: HTTP says `q` and `hidden`, short as in a URL.
 ALIASES = {"q": "query", "hidden": "include_hidden"}

@@ -335,6 +335,8 @@ class Searcher:
             timeout_s=deadline.remaining(),
             text_offset=window.base if window.after is None and not window.too_deep else 0,
             text_after=None if window.after is None else tuple(window.after),
+            # A page found by number past MAX_FROM is checked against an exact count.
+            count_to=None if req.exact_total or window.too_deep else s.total_count_limit,
         )
         legs = ph.run("search", lambda: self.backend.search(query))
         assert isinstance(legs, LegResults)
@@ -464,7 +466,12 @@ class Searcher:
         nxt: Position | None = None
         if start + used.consumed < len(listed):
             nxt = Position(end, window.after, window.base)
-        elif req.mode == "text" and not prefer and len(legs.text) >= query.depth and end < total:
+        elif (
+            req.mode == "text"
+            and not prefer
+            and len(legs.text) >= query.depth
+            and (end < total or relation == "gte")
+        ):
             last = legs.text[-1].key  # the next window starts after this window's last hit
             nxt = Position(end, None if last is None else list(last), end)
         cursor = self.cursor_at(vis.principal_id, req, nxt) if nxt is not None else None

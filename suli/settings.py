@@ -92,6 +92,10 @@ class Settings(BaseSettings):
     # bench.quality --tune on NFCorpus dev: 0.5 beat 1.0 by 0.0013 nDCG@10.
     vector_weight: float = Field(default=0.5, ge=0)
     candidate_depth: int = Field(default=100, ge=1, le=1000)
+    # `total` counts the word matches up to this many unless a request asks for it exact
+    # (`exact_total`); past it `total_relation` says "gte". Counting every match keeps the
+    # engine from skipping documents that cannot reach the top (docs/decisions.md, "Totals").
+    total_count_limit: int = Field(default=1000, ge=1, le=1_000_000)
     # Tuned on NFCorpus dev: 0.3 cost 0.001 nDCG@10 there; 0.1 cost 0.003 and 0.05 of recall@100.
     # Wider margins measured 0.001 better there but keep unrelated items in small workspaces.
     meaning_margin: float = Field(default=0.3, ge=0, le=2)

@@ -400,6 +400,7 @@ def search_request(
     cursor: str | None = None,
     page: int | None = None,
     facets: bool = False,
+    exact_total: bool = False,
 ) -> SearchRequest:
     """Validate loose search parameters from any edge into one SearchRequest.
 
@@ -469,4 +470,5 @@ def search_request(
         cursor=cursor.strip() if cursor else None,
         offset=offset,
         facets=bool(facets),
+        exact_total=bool(exact_total),
     )

@@ -37,6 +37,10 @@ class LegQuery:
     # this backend, which wins where the backend gives keys).
     text_offset: int = 0
     text_after: tuple[Any, ...] | None = None
+    # Count the text leg's matches up to this many (None: all of them, exactly). Past it the
+    # count is a lower bound (LegResults.text_total_exact False) and the engine may skip
+    # documents that cannot reach the top `depth`, as Elasticsearch's track_total_hits does.
+    count_to: int | None = None
 
 
 class Hit:
@@ -75,6 +79,7 @@ class LegResults:
     # Exact count of the text leg's matches under the query's filters (all of them, not
     # just the `depth` returned); None when the backend could not count.
     text_total: int | None = None
+    text_total_exact: bool = True  # False: text_total is a lower bound (LegQuery.count_to)
     # The boards the engine read for a query whose visibility was stored (explicit from here
     # on: the request's later reads need not look them up again); None otherwise.
     vis: Visibility | None = None

@@ -54,6 +54,7 @@ class Indices(Directory):
             if wrap(lambda: self.client.indices.exists(index=self.alias), "index check"):
                 raise BackendUnavailable(f"{self.alias} is an index, not an alias")
             name = self.create_physical()
+            self._keyed_indices[name] = True  # this Suli's mapping: keyed
             wrap(lambda: self.client.indices.put_alias(index=name, name=self.alias), "create alias")
         else:
             self._hnsw_check()
@@ -92,6 +93,9 @@ class Indices(Directory):
         except BackendUnavailable as e:  # only a notice: never stops a start
             log.warning("could not read the vector mapping of %s: %s", index, e)
             return
+        meta = got[index]["mappings"].get("_meta") or {}
+        # Known here, so a search's page need not read the mapping (reads._keyed_index).
+        self._keyed_indices[index] = int(meta.get("mapping_version") or 0) >= KEYED_SINCE
         field = (got[index]["mappings"].get("properties") or {}).get("vector") or {}
         if note := hnsw_drift(Hnsw.of_mapping(field), self.settings.hnsw):
             log.warning("%s", note)

@@ -46,8 +46,10 @@ class Reads(Workspaces):
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
             text_body = bodies.text_leg(query, self.text_form)
-            # Count every match, not just the `depth` returned: the answer's `total` is exact.
-            text_body["track_total_hits"] = True
+            # Count the matches, not just the `depth` returned: all of them when the answer's
+            # `total` must be exact, else up to count_to (a lower bound past it, and the
+            # engine may skip what cannot reach the top: no exhaustive scoring).
+            text_body["track_total_hits"] = True if query.count_to is None else query.count_to
             legs.append(("text", text_body))
         if query.vector is not None:
             vector_body = bodies.vector_leg(query, self.settings.ef_search)
@@ -74,6 +76,7 @@ class Reads(Workspaces):
         took = (time.perf_counter() - t0) * 1000
         out: dict[str, list[Hit]] = {"text": [], "vector": []}
         text_total: int | None = None
+        text_exact = True
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
         responses = list(resp["responses"])
@@ -135,9 +138,10 @@ class Reads(Workspaces):
                 errors[leg] = f"{failed} of {shards.get('total', '?')} shards failed: {why}"
             timings[f"{leg}_took"] = float(r.get("took", 0))
             total = r["hits"].get("total")
-            counted = isinstance(total, dict) and total.get("relation") == "eq"
+            counted = isinstance(total, dict) and total.get("relation") in ("eq", "gte")
             if leg == "text" and leg not in errors and counted:
                 text_total = int(total["value"])
+                text_exact = total["relation"] == "eq"
             for h in r["hits"]["hits"]:
                 f = h.get("fields") or {}
                 item_id = f["id"][0]
@@ -165,6 +169,7 @@ class Reads(Workspaces):
             errors,
             timings,
             text_total,
+            text_exact,
             vis,
             session=session,
             by_token=by_token,
@@ -247,15 +252,17 @@ class Reads(Workspaces):
         if vis.stored is not None:
             doc = got.pop()
             src = doc.get("_source") or {}
+            # The document must still say what the legs were answered under: every ACL,
+            # group or principal write rewrites it before it is acknowledged, so one made
+            # since the legs ran (or a document the legs could not use) sends the page to the
+            # searched path, which checks the document's stamp and reads the ACLs if need be.
             if (
                 not doc.get("found")
                 or src.get("workspace") != vis.workspace
                 or frozenset(src.get("groups") or ()) != vis.stored.groups
+                or frozenset(src.get("board") or ()) != boards
             ):
-                return None  # no document made for these groups: the searched page checks it
-            # Boards the legs' checked visibility held and the document still lists: an ACL
-            # or group write acknowledged since the legs ran has rewritten the document.
-            boards = boards & frozenset(src.get("board") or ())
+                return None
         now = Visibility(vis.workspace, vis.principal_id, boards)
         found = {
             it.id: it
