@@ -464,14 +464,26 @@ class PropertyRules:
             query = " ".join(words)
             # Visibility alone narrows (the drawn filters leave most worlds without a match).
             resp = shallow.search(
-                sc.who, query, mode="hybrid", explain=True, limit=25, include_hidden=True
+                sc.who,
+                query,
+                mode="hybrid",
+                explain=True,
+                limit=25,
+                include_hidden=True,
+                exact_total=True,
             )
             ask = oracle.Ask(hidden=True)
             by_id = {d["id"]: d for d in sc.raw}
             visible = oracle.matching(sc.person, sc.oracle_acls, sc.raw, ask)
             matched = oracle.word_hits([by_id[i] for i in visible], query)
             alone = {r.id for r in resp.results if r.explain and r.explain.text_rank is None}
-            assert resp.total == len(matched) + len(alone - matched), (query, matched, alone)
+            exact = len(matched) + len(alone - matched)
+            assert resp.total == exact, (query, matched, alone)
+            # Not asked exact: a true lower bound, never more than there are, never fewer
+            # than it shows; "eq" only where it is the exact figure.
+            free = shallow.search(sc.who, query, mode="hybrid", limit=25, include_hidden=True)
+            assert len(free.results) <= free.total <= exact, (query, free.total, exact)
+            assert free.total_relation == "gte" or free.total == exact
             if len(matched) > 2 and alone & matched:
                 cut.append(sc)
 

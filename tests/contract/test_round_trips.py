@@ -260,8 +260,9 @@ def test_replacements_ride_along_and_total_needs_no_count(
     make_world: Callable[..., World],
 ) -> None:
     """A superseded item's replacement is checked in the page's own request; a text leg cut at
-    depth with meaning-only hits gets its exact `total` from the legs (each vector hit says
-    whether the words match it), not from a count of its own."""
+    depth with meaning-only hits answers a lower bound by default, and its exact `total`
+    when asked, from the page's own request (which of the vector hits the words match), not
+    from a count of its own."""
     emb = KeyedEmbedder()
     w = make_world()
     w.embedder = emb
@@ -280,8 +281,15 @@ def test_replacements_ride_along_and_total_needs_no_count(
     shallow = w.with_settings(candidate_depth=3, meaning_floor=0.5, meaning_margin=0.5)
     who = shallow.who("prn_a")
     with counting(backend(w).client) as sent:
-        resp = shallow.searcher.search(who, _req(limit=25))
-    assert sent == SEARCH  # legs, page: no count, no replacement lookup of their own
+        free = shallow.searcher.search(who, _req(limit=25))
+    assert sent == SEARCH  # legs, page by id: no count, no replacement lookup of their own
+    # What came free: the words' 8 matches, at least ("gte").
+    assert (free.total, free.total_relation) == (8, "gte")
+    with counting(backend(w).client) as sent:
+        resp = shallow.searcher.search(who, _req(limit=25, exact_total=True))
+    # legs, then the page searched with the words' check riding along: still no count
+    assert sent == ["POST _msearch", "POST _msearch"]
+    assert [r.id for r in resp.results] == [r.id for r in free.results]
     got = {r.id: r for r in resp.results}
     # The vector leg holds itm_h, itm_new, itm_old. The words match 8
     # visible items (the text leg holds 3); itm_h and itm_old are word matches further down,
