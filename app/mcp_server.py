@@ -333,7 +333,7 @@ def build_server(access: Access) -> MCPServer:
             bool,
             Field(
                 description="Count `total` exactly (slower on large libraries); by default it "
-                "is exact up to a limit and a lower bound past it (`total_relation` \"gte\")."
+                'is exact up to a limit and a lower bound past it (`total_relation` "gte").'
             ),
         ] = False,
     ) -> Annotated[CallToolResult, ToolSearchOut]:

@@ -121,7 +121,7 @@ class _SearchOptions(BaseModel):
     exact_total: bool = Field(
         False,
         description="Count `total` exactly even where that costs the engine; by default it is "
-        "exact up to a limit and past it a lower bound (`total_relation` \"gte\").",
+        'exact up to a limit and past it a lower bound (`total_relation` "gte").',
     )
 
 
