@@ -81,15 +81,18 @@ def finds(legs: Legs, s: Settings, floor: float) -> dict[str, int]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--db", default=str(Path.home() / ".cache" / "suli" / "bench-nfcorpus.db"))
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    s = Settings(embedder="minilm")
-    embedder = build_embedder("minilm", CACHE)
+    # For the smoke run: the fake embedder and a slice of NFCorpus (the figures need neither).
+    ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
+    ap.add_argument("--limit-docs", type=int)
+    args = ap.parse_args(argv)
+    s = Settings(embedder=args.embedder)
+    embedder = build_embedder(args.embedder, CACHE)
     queries = nonsense_queries()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,7 +102,7 @@ def main() -> None:
         sb.close()
 
     nb = EmbeddedBackend(Path(args.db), embedder.dimension)
-    ensure_indexed(nb, embedder, None)
+    ensure_indexed(nb, embedder, args.limit_docs)
     qrels = load_qrels("dev")
     dev = fetch_legs(nb, embedder, load_queries(set(qrels)))
     on_nf = fetch_legs(nb, embedder, {q: q for q in queries})
@@ -137,9 +140,10 @@ def main() -> None:
                 ),
             }
         )
+    nb.close()
     if args.json:
         print(json.dumps(report, indent=2))
-        return
+        return report
     print("queries with a word match (not counted below):", report["word_matches"])
     print("best similarity of a query with no word match:", report["best_meaning_similarity"])
     print(f"dev without a floor: {report['dev_no_floor']}")
@@ -149,6 +153,7 @@ def main() -> None:
             f"{r['floor']:<6} {r['dev_ndcg@10']:.4f}   {r['ndcg_cost']:+.4f} {r['dev_recall@100']:.4f}"
             f"      {r['nonsense_with_results_sample']}/{r['nonsense_with_results_nfcorpus']}"
         )
+    return report
 
 
 if __name__ == "__main__":
