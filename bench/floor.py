@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.nfcorpus import load_qrels, load_queries
-from bench.quality import CACHE, Legs, ensure_indexed, fetch_legs, run
+from bench.quality import CACHE, Legs, ensure_indexed, fetch_legs, run, service_rank
 from cli import sample
 from suli.backends.base import Backend, LegQuery
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import Embedder, build_embedder
 from suli.models import Filters
-from suli.ranking import rank
 from suli.settings import Settings
 from suli.text import only_common_words
 from suli.visibility import visibility_for
@@ -62,23 +61,7 @@ def sample_legs(backend: Backend, embedder: Embedder, queries: list[str]) -> Leg
 def finds(legs: Legs, s: Settings, floor: float) -> dict[str, int]:
     """Kept results per query without a word match (a query sharing a word with an item finds
     it, as it should: the floor is about meaning-only hits), under the service's ranking."""
-    return {
-        q: len(
-            rank(
-                text,
-                vector,
-                {},
-                k=s.rrf_k,
-                text_weight=s.text_weight,
-                vector_weight=s.vector_weight,
-                margin=s.meaning_margin,
-                outcome_weights={},
-                floor=floor,
-            )
-        )
-        for q, (text, vector) in legs.items()
-        if not text
-    }
+    return {q: len(service_rank(t, v, s, floor)) for q, (t, v) in legs.items() if not t}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
