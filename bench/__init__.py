@@ -1,5 +1,6 @@
-"""Benchmarks and quality evaluation (not tests), run as `python -m bench.<name>`.
+"""Benchmarks and quality evaluation (not tests), run from a checkout as `python -m bench.<name>`.
 
-A development package: an editable install (`pip install -e '.[dev]'`) makes it importable,
-so tests import it like any other package; the service image does not copy it.
+Not part of the product: the wheel leaves it out (pyproject's packages.find), the service image
+does not copy it, and no product module imports it. The tests import it through pytest's
+`pythonpath`. bench/README.md lists the suite.
 """

@@ -213,13 +213,13 @@ def run(n: int, queries: int, seed: int, workdir: Path) -> None:
     backend.close()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dir", type=Path, help="keep the store files here and reuse them next time")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="suli-bench-") as d:
         for n in args.sizes:
             run(n, args.queries, args.seed, args.dir or Path(d))

@@ -17,7 +17,7 @@ generation on before every query, as any write does, so each search starts with 
 per-generation cache empty (the vector matrix is then refreshed with nothing to add).
 
 Workloads:
-- nfcorpus: the store bench.quality and bench.searchpath use (never re-embedded here). The
+- nfcorpus: the store bench.quality uses (never re-embedded here). The
   NFCorpus queries whose vectors the vector cache holds, sampled per bucket of words (1-3,
   4-8, 9-20), and "sentences": the first 15 words of a sentence of a sampled document, as a
   claim-like long query; its vector is the document's own (a stand-in for the model's, which

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.nfcorpus import load_qrels, load_queries
-from bench.quality import CACHE, Legs, ensure_indexed, fetch_legs, run
+from bench.quality import CACHE, Legs, ensure_indexed, fetch_legs, run, service_rank
 from cli import sample
 from suli.backends.base import Backend, LegQuery
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import Embedder, build_embedder
 from suli.models import Filters
-from suli.ranking import rank
 from suli.settings import Settings
 from suli.text import only_common_words
 from suli.visibility import visibility_for
@@ -62,34 +61,21 @@ def sample_legs(backend: Backend, embedder: Embedder, queries: list[str]) -> Leg
 def finds(legs: Legs, s: Settings, floor: float) -> dict[str, int]:
     """Kept results per query without a word match (a query sharing a word with an item finds
     it, as it should: the floor is about meaning-only hits), under the service's ranking."""
-    return {
-        q: len(
-            rank(
-                text,
-                vector,
-                {},
-                k=s.rrf_k,
-                text_weight=s.text_weight,
-                vector_weight=s.vector_weight,
-                margin=s.meaning_margin,
-                outcome_weights={},
-                floor=floor,
-            )
-        )
-        for q, (text, vector) in legs.items()
-        if not text
-    }
+    return {q: len(service_rank(t, v, s, floor)) for q, (t, v) in legs.items() if not t}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--db", default=str(Path.home() / ".cache" / "suli" / "bench-nfcorpus.db"))
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    s = Settings(embedder="minilm")
-    embedder = build_embedder("minilm", CACHE)
+    # For the smoke run: the fake embedder and a slice of NFCorpus (the figures need neither).
+    ap.add_argument("--embedder", choices=["minilm", "fake"], default="minilm")
+    ap.add_argument("--limit-docs", type=int)
+    args = ap.parse_args(argv)
+    s = Settings(embedder=args.embedder)
+    embedder = build_embedder(args.embedder, CACHE)
     queries = nonsense_queries()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,7 +85,7 @@ def main() -> None:
         sb.close()
 
     nb = EmbeddedBackend(Path(args.db), embedder.dimension)
-    ensure_indexed(nb, embedder, None)
+    ensure_indexed(nb, embedder, args.limit_docs)
     qrels = load_qrels("dev")
     dev = fetch_legs(nb, embedder, load_queries(set(qrels)))
     on_nf = fetch_legs(nb, embedder, {q: q for q in queries})
@@ -137,9 +123,10 @@ def main() -> None:
                 ),
             }
         )
+    nb.close()
     if args.json:
         print(json.dumps(report, indent=2))
-        return
+        return report
     print("queries with a word match (not counted below):", report["word_matches"])
     print("best similarity of a query with no word match:", report["best_meaning_similarity"])
     print(f"dev without a floor: {report['dev_no_floor']}")
@@ -149,6 +136,7 @@ def main() -> None:
             f"{r['floor']:<6} {r['dev_ndcg@10']:.4f}   {r['ndcg_cost']:+.4f} {r['dev_recall@100']:.4f}"
             f"      {r['nonsense_with_results_sample']}/{r['nonsense_with_results_nfcorpus']}"
         )
+    return report
 
 
 if __name__ == "__main__":

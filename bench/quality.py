@@ -142,6 +142,23 @@ def variants(s: Settings) -> dict[str, dict[str, Any]]:
     }
 
 
+def service_rank(
+    text: list[tuple[str, float]], vector: list[tuple[str, float]], s: Settings, floor: float
+) -> list[Any]:
+    """Two legs fused as the service fuses them under settings s (NFCorpus has no outcomes)."""
+    return rank(
+        text,
+        vector,
+        {},
+        k=s.rrf_k,
+        text_weight=s.text_weight,
+        vector_weight=s.vector_weight,
+        margin=s.meaning_margin,
+        floor=floor,
+        outcome_weights={},
+    )
+
+
 def check_service_agrees(searcher: Searcher, queries: dict[str, str], legs: Legs) -> None:
     """The service's own ranking equals the offline fusion for the default settings."""
     s = searcher.settings
@@ -149,17 +166,7 @@ def check_service_agrees(searcher: Searcher, queries: dict[str, str], legs: Legs
     for qid in list(queries)[:5]:
         got = searcher.search(principal, SearchRequest(query=queries[qid], limit=25))
         text, vector = legs[qid]
-        want = rank(
-            text,
-            vector,
-            {},
-            k=s.rrf_k,
-            text_weight=s.text_weight,
-            vector_weight=s.vector_weight,
-            margin=s.meaning_margin,
-            floor=s.meaning_floor,
-            outcome_weights={},
-        )
+        want = service_rank(text, vector, s, s.meaning_floor)
         assert [r.id for r in got.results] == [r.id for r in want[:25]], qid
 
 

@@ -148,7 +148,7 @@ def reindex(s: Settings, embedder: Embedder, method: str, re_embed: bool) -> dic
     }
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--url", default=os.environ.get("SULI_OPENSEARCH_URL", "http://127.0.0.1:9200"))
     ap.add_argument("--items", type=int, default=10_000)
@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
                 client.indices.delete(index=",".join(made))
             client.close()
     print(json.dumps(out, indent=2))
+    return out
 
 
 if __name__ == "__main__":

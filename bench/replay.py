@@ -1,6 +1,6 @@
 """Replaying the requests Suli's searches make, on an index the scale bench loaded.
 
-Shared by bench.page_fetch, bench.engine_cpu and the scale bench's latency phase: the same
+Shared by bench.engine_cpu, bench.core_cpu and the scale bench's latency phase: the same
 command line (`--url --n --queries --rounds --prefix --out`), the requests each query's first
 page made (its legs' `LegQuery`, its page's `PageQuery`), and the report written with the
 command that produced it.

@@ -11,7 +11,7 @@ no such word is kept as it is). The word leg alone is measured (depth 100, no ve
 it is where the typo clauses live, and it needs no embedding model to index. `--hybrid`
 measures what a user gets instead: the first page (limit 10) of `Searcher.search` with the
 shipped defaults, both legs and the bundled model (NFCorpus vectors from bench.quality's cache,
-the same index bench.quality and bench.searchpath use), clauses off and on.
+the same index bench.quality uses), clauses off and on.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -18,7 +18,7 @@ def settings(ctx: click.Context) -> Settings:
     if "settings" not in obj:
         overrides = {k: v for k, v in (obj.get("overrides") or {}).items() if v is not None}
         obj["settings"] = Settings(**overrides)
-    return obj["settings"]  # type: ignore[no-any-return]
+    return cast(Settings, obj["settings"])
 
 
 def searcher(ctx: click.Context) -> Searcher:
@@ -28,7 +28,7 @@ def searcher(ctx: click.Context) -> Searcher:
 
         obj["searcher"] = open_searcher(settings(ctx), lazy_model=True)
         ctx.call_on_close(obj["searcher"].backend.close)
-    return obj["searcher"]  # type: ignore[no-any-return]
+    return cast("Searcher", obj["searcher"])
 
 
 def embed_query_first(s: Searcher, text: str) -> None:

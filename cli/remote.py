@@ -96,7 +96,7 @@ def call(
         raise BackendUnavailable(f"cannot reach {endpoint}: {e}") from None
     if resp.status_code >= 400:
         raise _error(resp)
-    return resp.json()  # type: ignore[no-any-return]
+    return resp.json()
 
 
 def remote_search(

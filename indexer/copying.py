@@ -272,7 +272,7 @@ def diff_sorted(a: Iterator[Any], b: Iterator[Any]) -> tuple[list[Any], list[Any
     x, y = next(a, None), next(b, None)
     while x is not None or y is not None:
         if y is None or (x is not None and x < y):
-            missing.append(x)  # type: ignore[arg-type]
+            missing.append(x)
             x = next(a, None)
         elif x is None or y < x:
             extra.append(y)

@@ -82,7 +82,8 @@ def _text_list(texts: Sequence[str]) -> list[str]:
 
 def _l2_normalise(rows: npt.NDArray[Any]) -> FloatArray:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return (rows / np.maximum(norms, 1e-12)).astype(np.float32)
+    out: FloatArray = (rows / np.maximum(norms, 1e-12)).astype(np.float32)
+    return out
 
 
 # --- the real model --------------------------------------------------------------------------
@@ -179,7 +180,8 @@ class MiniLMEmbedder:
 
     def embed_query(self, text: str) -> FloatArray:
         """One vector; the same computation as a document batch of one."""
-        return self.embed_documents([text])[0]
+        vec: FloatArray = self.embed_documents([text])[0]
+        return vec
 
     def _run(self, token_ids: list[list[int]]) -> FloatArray:
         """One model call for one batch: pad to the longest, mean-pool real tokens, normalise."""
@@ -239,7 +241,8 @@ class FakeEmbedder:
             h = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
             # A signed bucket keeps unrelated texts near orthogonal instead of all positive.
             vec[h % self.dimension] += weight if (h >> 63) & 1 else -weight
-        return _l2_normalise(vec[None, :])[0]
+        out: FloatArray = _l2_normalise(vec[None, :])[0]
+        return out
 
 
 def build_embedder(

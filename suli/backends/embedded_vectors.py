@@ -120,7 +120,8 @@ class Matrix:
 
 def _scores(rows: FloatArray, query: FloatArray) -> FloatArray:
     if len(rows) <= EINSUM_MAX_ROWS:
-        return np.einsum("ij,j->i", rows, query)
+        scores: FloatArray = np.einsum("ij,j->i", rows, query)
+        return scores
     return rows @ query
 
 

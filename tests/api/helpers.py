@@ -344,6 +344,41 @@ def assert_error_shape(
 # ---- guarded servers -----------------------------------------------------------------------
 
 
+KEEP_ALIVE_GET = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def held_connection(port: int, source: str = "127.0.0.1") -> socket.socket:
+    """A kept-alive connection to a guarded server that has answered one request (its app says
+    `ok`): the answer proves the server holds and counts it, where a bare connect may still sit
+    in the accept queue."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+    s.sendall(KEEP_ALIVE_GET)
+    answer = b""
+    while not answer.endswith(b"ok") and len(answer) < 4096:
+        answer += s.recv(4096) or b"<closed>"
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
+    return s
+
+
+def answer_once_freed(port: int, refused: bytes, timeout: float = 10.0) -> bytes:
+    """The answer to a one-request connection once it is not `refused` (a status line's start),
+    or the last one after `timeout` s: a server learns of closed connections asynchronously."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = b"".join(iter(lambda: _recv_or_end(s), b""))
+        if not answer.startswith(refused) or time.monotonic() > deadline:
+            return answer
+
+
+def _recv_or_end(s: socket.socket) -> bytes:
+    try:
+        return s.recv(4096)
+    except (TimeoutError, ConnectionResetError):
+        return b""
+
+
 def guarded_servers(default_app: Callable[..., Any]) -> Iterator[Callable[..., int]]:
     """Fixture body: a factory of guarded servers (app, limits) on free loopback ports, each
     returning its port; every server is stopped at the end."""

@@ -1,4 +1,4 @@
-"""The HTTP/MCP edge hides internals and refuses what it would otherwise guess (issue 14, 8).
+"""The HTTP/MCP edge hides internals and refuses what it would otherwise guess.
 
 Embedded store behind the app: these are edge rules (what an answer may say, which input is
 refused), the same over either backend; the OpenSearch URL case uses an unreachable URL.

@@ -18,7 +18,7 @@ import pytest
 
 from app.server import fd_budget, logging_config
 
-from .helpers import guarded_servers
+from .helpers import answer_once_freed, guarded_servers, held_connection
 
 
 async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
@@ -100,26 +100,14 @@ def test_connections_past_the_cap_get_503_and_the_cap_frees_up(
     guarded: Callable[..., int],
 ) -> None:
     port = guarded(max_connections=3)
-    held = [_connect(port) for _ in range(3)]
-    for s in held:  # an answered request proves the server holds the connection (kept alive)
-        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        answer = b""
-        while not answer.endswith(b"ok") and len(answer) < 4096:
-            answer += s.recv(4096) or b"<closed>"
-        assert answer.startswith(b"HTTP/1.1 200 "), answer
+    held = [held_connection(port) for _ in range(3)]
     with _connect(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") as extra:
         answer = _read_all(extra)
     assert answer.startswith(b"HTTP/1.1 503 ")
     assert b"retry-after: 1" in answer.lower()
     for s in held:
         s.close()
-    # The server learns of the closes asynchronously: ask again until it answers, within 10 s.
-    deadline = time.monotonic() + 10
-    while True:
-        with _connect(port, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") as s:
-            answer = _read_all(s)
-        if not answer.startswith(b"HTTP/1.1 503 ") or time.monotonic() > deadline:
-            break
+    answer = answer_once_freed(port, b"HTTP/1.1 503 ")
     assert answer.startswith(b"HTTP/1.1 200 "), answer
 
 

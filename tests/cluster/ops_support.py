@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,14 @@ from suli.validate import search_request
 MARKER_GROUPS = 5
 PER_MARKER = 4
 PRINCIPAL = "prn_ana"  # sees workspace-wide items of the sample workspace
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    """Return once `check()` holds; fail naming `what` after `timeout` s (polled every 0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
 
 
 def settings_for(urls: Sequence[str], alias: str, home: Path, replicas: int = 1) -> Settings:

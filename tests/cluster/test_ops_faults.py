@@ -31,6 +31,7 @@ from ops_support import (
     seed,
     settings_for,
     stored,
+    wait_for,
     write_queue_sizes,
     wrong_content,
 )
@@ -61,13 +62,6 @@ def _count(client: OpenSearch, alias: str) -> int:
         return int(client.count(index=alias)["count"])
     except Exception:  # the alias does not exist yet, or the node just died: not yet
         return 0
-
-
-def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def _check_exactly(client: OpenSearch, alias: str, expected: dict[str, Item]) -> None:
@@ -133,7 +127,7 @@ def test_primary_holder_killed_mid_bulk_loses_and_duplicates_nothing(
             t_kill = time.monotonic()
             assert mid_bulk, "the bulk finished before the kill landed"
             # The stream goes on without the node: a bulk started after the kill completes.
-            _wait_for(lambda d=done: stream.tracked.completed > d + 1, 180, "a write without it")
+            wait_for(lambda d=done: stream.tracked.completed > d + 1, 180, "a write without it")
             assert stream.error is None, repr(stream.error)
             cluster.start(victim)
             index_health(client, physical, {"green"}, 3, 300)
@@ -141,7 +135,7 @@ def test_primary_holder_killed_mid_bulk_loses_and_duplicates_nothing(
                 f"{name}({most}p,+{delay * 1000:.0f}ms,back {time.monotonic() - t_kill:.0f}s)"
             )
         done = stream.tracked.completed
-        _wait_for(lambda: stream.tracked.completed > done + 1, 120, "writes after the last kill")
+        wait_for(lambda: stream.tracked.completed > done + 1, 120, "writes after the last kill")
     finally:
         summary = stream.finish()
         for i in range(cluster.spec.nodes):
@@ -263,7 +257,7 @@ def test_rolling_restart_under_queries_and_writes_fails_nothing(
     clients.start()
     stream.start()
     try:
-        _wait_for(lambda: clients.ok() >= QUERY_CLIENTS, 60, "the first queries")
+        wait_for(lambda: clients.ok() >= QUERY_CLIENTS, 60, "the first queries")
         start = time.monotonic()
         for i in range(cluster.spec.nodes):
             before = clients.ok()

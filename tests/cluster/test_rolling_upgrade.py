@@ -42,6 +42,7 @@ from ops_support import (
     serving_cluster,
     settings_for,
     stored,
+    wait_for,
     wrong_content,
 )
 from write_stream import Feed, StreamIndexer, assert_exact, count_stream
@@ -163,7 +164,16 @@ def test_rolling_upgrade_then_reindex_under_queries_and_writes(
             out = CliRunner().invoke(cli, ["reindex", "--json"], env=env_for(s))
             r_end = time.monotonic()
             _progress(f"reindexed in {r_end - r_start:.0f}s", clients)
-            time.sleep(2)  # some writes and queries after the swap too
+            # Some queries and writes after the swap too, so both are checked on the new index.
+            swapped_ok, swapped_writes = clients.ok(), writer.tracked.completed
+            wait_for(
+                lambda: (
+                    clients.ok() >= swapped_ok + QUERY_CLIENTS
+                    and writer.tracked.completed > swapped_writes
+                ),
+                120,
+                "queries and writes after the swap",
+            )
         finally:
             summary = writer.finish()
             stats = clients.stop()

@@ -1,5 +1,7 @@
-"""Search answers (issue 13): the meaning floor, an honest `total`, cursor paging, facets that
-follow the query. The same rules for every backend."""
+"""Search answers: a meaning-only match below the floor is dropped, `total` counts the visible
+matches (a lower bound where the vector leg may hold more), a cursor pages on without repeats
+or gaps and only for its own caller and search, facets follow the query and never count an
+item the caller may not see. The same rules for every backend."""
 
 from __future__ import annotations
 

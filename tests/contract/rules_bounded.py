@@ -1,4 +1,4 @@
-"""Contract rule of issue 14.2: work on huge items is bounded and stops at the deadline.
+"""Contract rule: work on huge items is bounded and stops at the deadline.
 
 Five bodies of 20k words from a 12-word vocabulary make every query word a hit thousands of
 times per item. Search and related must answer (or say the deadline passed) soon after the

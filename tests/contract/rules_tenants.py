@@ -1,4 +1,4 @@
-"""Contract rules of issue 14 finding 4: each workspace has its own id space.
+"""Contract rules: each workspace has its own id space.
 
 Ids of items and boards are keys within a workspace: two workspaces using the same id never
 touch each other's data, whatever the timing, and no answer tells one workspace about another.
@@ -177,7 +177,7 @@ class TenantRules:
 
 
 class ExplainRules:
-    """Issue 14 finding 5: explain shows ranks, shares, weights and gates, never a raw text
+    """Explain shows ranks, shares, weights and gates, never a raw text
     (BM25) score, which is made of corpus statistics over items the caller cannot see."""
 
     def test_text_explain_is_the_same_whatever_other_workspaces_hold(

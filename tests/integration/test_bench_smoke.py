@@ -1,4 +1,5 @@
-"""A tiny run of each bench script against the real node, so the benchmarks do not rot.
+"""A tiny run of each bench of the suite (bench/README.md) against the real node, so the
+benchmarks do not rot.
 
 Sizes are a few documents and queries: these runs check that the scripts work and report
 what they claim, never how fast anything is (speed lives in bench/RESULTS.md).
@@ -11,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from opensearchpy import OpenSearch
 
@@ -19,18 +19,16 @@ import devcluster
 from bench import (
     concurrency,
     core_cpu,
+    embedded,
     engine_cpu,
-    filtered_knn,
+    floor,
     indexing_scale,
-    mapping_variant,
+    isolation,
     native_hybrid,
     overhead,
-    page_fetch,
+    reindex,
     scale_cluster,
-    segments,
-    text_leg,
     typos,
-    vector_tuning,
 )
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.scale_cluster.concurrency import has_native_hybrid
@@ -79,20 +77,6 @@ def test_overhead_reports_every_side(opensearch_url: str, tiny_corpus: str) -> N
     assert "msearch" in report["core_phases_p50_ms"]
 
 
-@pytest.mark.parametrize("backend", ["opensearch", "embedded"])
-def test_filtered_knn_recall_is_exact_on_a_tiny_corpus(opensearch_url: str, backend: str) -> None:
-    report = filtered_knn.main(
-        ["--url", opensearch_url, "--backend", backend, "--limit-docs", "60", "--queries", "3"]
-    )
-    fractions = report["fractions"]
-    assert list(fractions) == ["100%", "10%", "1%", "0.1%"]
-    assert fractions["100%"]["visible_items"] == 60
-    # Asked at Suli's depth (k=100 over 60 documents) every visible item comes back: exact.
-    assert all(f["recall@10_k100"] == 1.0 for f in fractions.values())
-    if backend == "embedded":  # brute force at any k
-        assert all(f["recall@10_k10"] == 1.0 for f in fractions.values())
-
-
 def test_native_hybrid_asserts_the_same_top10(neural_search_cluster: devcluster.Cluster) -> None:
     """On a node started as `--start-node` starts it (neural-search 2.19.1.0 from Maven
     Central), compares OpenSearch's hybrid + RRF with Suli's fusion (the bench asserts the
@@ -133,46 +117,12 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
              "--data-root", str(tmp_path / "data"), "--centres", "50", "--queries", "20",
              "--rounds", "1", "--warmup", "2", "--settle-quiet", "1", "--write-warmup", "1", "--out", str(out)]
         )  # fmt: skip
-        # bench.mapping_variant copies it with offsets in the postings; bench.text_leg times
-        # text-leg forms on the loaded index and, with --compare, on the copy.
-        variant = mapping_variant.main(["--url", opensearch_url, "--source", f"{prefix}-clustered-{n}",
-                                        "--dest", f"{prefix}-offsets", "--offsets", "--merge", "1"])  # fmt: skip
-        props = OpenSearch(opensearch_url).indices.get_mapping(index=f"{prefix}-offsets")[
-            f"{prefix}-offsets"]["mappings"]["properties"]  # fmt: skip
-        forms = text_leg.main(["--url", opensearch_url, "--alias", f"{prefix}-clustered-{n}",
-                               "--compare", f"{prefix}-offsets", "--queries", "4", "--rounds", "1"])  # fmt: skip
-        fetches = page_fetch.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
-                                   "--queries", "8", "--rounds", "1"])  # fmt: skip
         cpu = engine_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
                                "--queries", "8", "--rounds", "1"])  # fmt: skip
         core = core_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
                               "--queries", "8", "--rounds", "2"])  # fmt: skip
-        alias = f"{prefix}-clustered-{n}"
-        merged = segments.main(["--url", opensearch_url, "--alias", alias, "--set",
-                                "segments_per_tier=2", "floor_segment=64mb", "--quiet", "1",
-                                "--timeout", "120"])  # fmt: skip
-        count_after = OpenSearch(opensearch_url).count(index=alias)["count"]
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
-    assert variant["copied"] == n and variant["failures"] == 0
-    assert variant["segments_primaries"] >= 1 and variant["merge_seconds"] is not None
-    for field in ("title", "body", "caption"):
-        assert props[field]["index_options"] == "offsets"
-        assert props[field]["fields"]["plain"]["index_options"] == "offsets"
-    assert "index_options" not in props["content"]  # only the highlighted fields change
-    assert forms["items"] == n and set(forms["sides"]) == {
-        "v3_form",
-        "suli",
-        "no_count",
-        "highlighted",
-        "suli@compare",
-        "highlighted@compare",
-    }
-    assert all(s["took_p50_ms"] >= 0 and s["wall_p50_ms"] > 0 for s in forms["sides"].values())
-    assert 0 < fetches["pages_with_highlights"] <= fetches["queries"] == 8
-    for side in ("with_highlight", "highlight_exact_words_only", "without_highlight"):
-        got = fetches[side]
-        assert got["n"] == fetches["pages_with_highlights"] and 0 < got["p50_ms"] <= got["p99_ms"]
     # The node has no neural-search: Suli's requests only, each kind replayed over its requests.
     assert (cpu["native"], cpu["legs_requests"]) == (False, 8) and 0 < cpu["page_requests"] <= 8
     kinds = ("suli_legs", "suli_legs_words_clause", "suli_page", "suli_page_no_words",
@@ -180,12 +130,6 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert set(kinds) <= set(cpu) and "native_hybrid" not in cpu
     for kind in kinds:
         assert cpu[kind]["cpu_ms_median"] >= 0 and cpu[kind]["wall_ms_median"] > 0
-    # The policy is applied, one document per shard written again unchanged, merges waited for.
-    assert merged["policy_before"]["segments_per_tier"] == "10.0"
-    assert merged["set"] == {"segments_per_tier": "2", "floor_segment": "64mb"}
-    assert len(merged["rewritten"]) == 1 and count_after == n  # one shard; nothing added
-    assert merged["after"]["total"] >= 1 and not merged["merging"]["timed_out"]
-    assert sum(len(v) for v in merged["after"]["sizes_mb"].values()) == merged["after"]["total"]
     assert cpu["suli_search_cpu_ms"] == round(
         cpu["suli_legs"]["cpu_ms_median"] + cpu["suli_page"]["cpu_ms_median"], 2
     )
@@ -292,54 +236,9 @@ def test_concurrency_reports_qps_latency_and_no_errors_on_both_sides(
         )
 
 
-def test_vector_tuning_recall_function_on_a_hand_computed_answer() -> None:
-    # Exact top 3 of q = (1, 0) over four unit vectors: a (cos 1), c (0.8), b (0.6); d is last.
-    vecs = np.array([[1, 0], [0.6, 0.8], [0.8, 0.6], [-1, 0]], dtype=np.float32)
-    ids = np.array(["a", "b", "c", "d"])
-    exact = vector_tuning.exact_top(vecs, ids, np.array([1, 0], np.float32), k=3)
-    assert exact == ["a", "c", "b"]
-    assert vector_tuning.recall_at(["c", "d", "a", "b"], exact, k=3) == pytest.approx(2 / 3)
-    assert vector_tuning.recall_at(["b", "c", "a"], exact, k=3) == 1.0
-    assert vector_tuning.recall_at([], [], k=3) == 1.0  # nothing visible: nothing to miss
-
-
-def test_vector_tuning_builds_reuses_and_measures_each_config(
-    opensearch_url: str, tmp_path: Path
-) -> None:
-    prefix = f"test-{uuid.uuid4().hex[:8]}"
-    args = ["--url", opensearch_url, "--n", "1000", "--centres", "20", "--root", str(tmp_path),
-            "--configs", "m16-efc128-f32", "m8-efc64-sq", "--searches", "k100", "ef150",
-            "--queries", "3", "--warmup", "0", "--prefix", prefix]  # fmt: skip
-    try:
-        first = vector_tuning.main(args)
-        again = vector_tuning.main([*args, "--drop", "--out", str(tmp_path / "vt.json")])
-    finally:
-        client = OpenSearch(opensearch_url)
-        if names := list(client.indices.get(index=f"{prefix}-*")):
-            client.indices.delete(index=",".join(names))
-    rows = first["results"]
-    assert [(r["config"], r["search"]["name"]) for r in rows] == [
-        ("m16-efc128-f32", "k100"), ("m16-efc128-f32", "ef150"),
-        ("m8-efc64-sq", "k100"), ("m8-efc64-sq", "ef150"),
-    ]  # fmt: skip
-    assert rows[3]["search"] == {"name": "ef150", "k": 100, "ef_search": 150, "size": 100}
-    assert all(r["index"]["docs"] == 1000 and not r["index"]["reused"] for r in rows)
-    visible = {lab: v["visible_items"] for lab, v in rows[0]["levels"].items()}
-    assert visible == {"30%": 300, "10%": 100, "1%": 10, "0.1%": 1}
-    # float32 with at most k visible items is searched exactly by Lucene: recall 1.
-    for r in rows[:2]:
-        assert all(r["levels"][lab]["recall@10_mean"] == 1.0 for lab in ("10%", "1%", "0.1%"))
-    assert all(r["took_ms"]["p50"] >= 0 and r["latency_samples"] == 12 for r in rows)
-    assert all(r["index"]["reused"] for r in again["results"])  # the rerun built nothing
-    assert json.loads((tmp_path / "vt.json").read_text())["results"] == again["results"]
-    assert not OpenSearch(opensearch_url).indices.get(index=f"{prefix}-*")  # --drop
-
-
 def test_isolation_bench_measures_cost_and_leaks_on_a_tiny_run(
     opensearch_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bench import isolation
-
     prefix = f"test-iso-{uuid.uuid4().hex[:8]}"
     isolation.main(["--url", opensearch_url, "--workspaces", "3", "--items-per-workspace", "4",
                     "--rounds", "2", "--trials", "12", "--prefix", prefix])  # fmt: skip
@@ -369,3 +268,44 @@ def test_typos_bench_reports_both_sets_and_the_clauses_help_typod_queries(tmp_pa
     assert report["recovered"] == round(
         report["typo"]["ndcg@10 after"] / report["clean"]["ndcg@10 after"], 3
     )
+
+
+def test_reindex_bench_times_each_method_under_queries(opensearch_url: str) -> None:
+    """Three reindexes of 60 sample items (server copy, scan, scan re-embedding), each under a
+    search loop; every index it made is dropped."""
+    report = reindex.main(["--url", opensearch_url, "--items", "60", "--model-items", "0"])
+    runs = report["runs"]
+    assert [(r["method"], r["re_embed"]) for r in runs] == [
+        ("server", False), ("scan", False), ("scan", True)
+    ]  # fmt: skip
+    for run in runs:
+        assert run["items"] == 60 and run["items_per_s"] > 0
+        assert run["queries"]["queries"] > 0 and run["queries"]["failed"] == 0
+    assert not OpenSearch(opensearch_url).indices.get(index="bench-reindex-*")
+
+
+def test_floor_bench_reports_every_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The floor calibration on 30 NFCorpus documents with the fake embedder: every floor of
+    the grid reported, the nonsense set counted on both stores."""
+    monkeypatch.setattr(floor, "CACHE", tmp_path / "vectors.sqlite")
+    report = floor.main(
+        ["--db", str(tmp_path / "nf.db"), "--embedder", "fake", "--limit-docs", "30", "--json"]
+    )
+    assert [r["floor"] for r in report["floors"]] == floor.FLOORS
+    n = len(floor.nonsense_queries())
+    for r in report["floors"]:
+        assert 0 <= r["nonsense_with_results_sample"] <= n
+        assert 0 <= r["nonsense_with_results_nfcorpus"] <= n
+        assert 0 <= r["dev_ndcg@10"] <= 1
+    assert report["dev_no_floor"]["queries"] > 0
+
+
+def test_embedded_bench_times_every_kind_of_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    embedded.main(["--sizes", "300", "--queries", "3", "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    for kind in ("hybrid search (both legs)", "text leg only", "vector leg only",
+                 "facets, repeated", "vector search after a write"):  # fmt: skip
+        assert kind in out, kind
+    assert "load average" in out

@@ -1,5 +1,5 @@
-"""`suli delete`: ids are per workspace, so the command names the workspace and says what it
-did not find (issue 14, finding 4)."""
+"""`suli delete`: ids are per workspace, so the command names the workspace and says which of
+the ids it did not find."""
 
 from __future__ import annotations
 

@@ -179,20 +179,6 @@ def test_the_figure_check_catches_a_stale_readme() -> None:
     assert _FIGURE.findall("hybrid **0.3551**, 1.5x, 12 items") == ["0.3551", "1.5"]
 
 
-def test_every_summary_row_names_raw_files_that_exist() -> None:
-    rows = [
-        line
-        for line in section(RESULTS.read_text(), "## Summary", "\n---\n").splitlines()
-        if line.startswith("| ") and not line.startswith(("| what", "|---"))
-    ]
-    assert len(rows) >= 10
-    for row in rows:
-        names = re.findall(r"`([^`]+\.(?:txt|json|jsonl|md|log))`", row.split("|")[-2])
-        assert names, f"no raw file named: {row}"
-        for name in names:
-            assert (RAW / name).is_file(), name
-
-
 @pytest.mark.parametrize("doc", ["RESULTS.md", "RESULTS-archive.md"])
 def test_raw_files_named_in_the_results_exist(doc: str) -> None:
     text = (ROOT / "bench" / doc).read_text()

@@ -37,7 +37,10 @@ class Directory(VisibilityUpkeep):
         params = self._params()
         params.pop("timeout", None)  # not a parameter of get
         try:
-            return self.client.get(index=self.acl_index, id=doc_id, params=params)["_source"]
+            source: dict[str, Any] = self.client.get(
+                index=self.acl_index, id=doc_id, params=params
+            )["_source"]
+            return source
         except opensearchpy.NotFoundError:
             return None
         except opensearchpy.ConnectionTimeout as e:  # a ConnectionError too: this one first
