@@ -15,6 +15,7 @@ from opensearchpy import OpenSearch
 from indexer.isolation import workspace_indices, workspace_notes
 from suli.errors import BackendUnavailable, InvalidInput
 from suli.hnsw import Hnsw, hnsw_drift
+from suli.layout import finer_than_needed
 
 T = TypeVar("T")
 
@@ -90,6 +91,7 @@ class PhysicalIndex:
     created: str
     reindex: dict[str, Any] | None  # state of the reindex that built it, while it builds
     previous: str | None  # the index that was live before this one (rollback target)
+    primary_bytes: int = 0  # store size of the primaries alone (the layout rule reads it)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,6 +131,7 @@ def physical_indices(client: OpenSearch, alias: str) -> list[PhysicalIndex]:
                 created=_created(index_settings.get("creation_date")),
                 reindex=meta.get("reindex") if meta.get("reindex", {}).get("phase") else None,
                 previous=(meta.get("live_since") or {}).get("previous"),
+                primary_bytes=int(row.get("pri.store.size") or 0),
             )
         )
     return sorted(out, key=lambda p: p.name)
@@ -208,6 +211,8 @@ def status(
             )
         if hnsw is not None and (note := hnsw_drift(hnsw_of(client, live.name), hnsw)):
             notes.append(note)
+        if note := finer_than_needed(live.shards, live.primary_bytes):
+            notes.append(f"{live.name}: {note}")
     building = [
         p.name
         for p in indices

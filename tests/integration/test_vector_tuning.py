@@ -110,3 +110,18 @@ def test_an_sq_encoded_index_serves_suli_search_and_drift_is_reported(
         started.close()
     assert any("m=8" in r.message and "suli reindex" in r.message for r in caplog.records)
     backend.close()
+
+
+def test_status_says_when_an_index_is_split_finer_than_the_layout_rule(
+    opensearch_url: str, make_index_name: Callable[[], str], os_client: OpenSearch
+) -> None:
+    """Two primaries for 60 small items: `suli status` names the rule's one primary and the
+    command; an index of one primary gets no such note."""
+    expected = (mappings.mapping_version(), "test-random", DIM)
+    split = make_index_name()
+    loaded(opensearch_url, split, shards=2)[0].close()
+    notes = status(os_client, split, expected)["notes"]
+    assert [n for n in notes if "2 primary shards" in n and "--shards 1" in n], notes
+    whole = make_index_name()
+    loaded(opensearch_url, whole, shards=1)[0].close()
+    assert not [n for n in status(os_client, whole, expected)["notes"] if "primary" in n]
