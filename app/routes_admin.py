@@ -216,3 +216,38 @@ async def put_principal(
         raise Forbidden(f"principal: {p.id!r} is not available; choose another id")
     out = {"id": p.id, "workspace": p.workspace, "kind": p.kind, "groups": list(p.groups)}
     return timer.done(out, response)
+
+
+@router.get(
+    "/admin/access",
+    operation_id="explainAccess",
+    responses=DELETE_ERRORS,
+    summary="Who may see an item, and why (admin)",
+    tags=["admin"],
+)
+async def explain_access(
+    admin: AdminDep,
+    searcher: SearcherDep,
+    response: Response,
+    item: Annotated[str, Query(description="The item's id (in this token's workspace).")],
+    principal: Annotated[
+        str | None,
+        Query(description="A principal of this workspace; without it, everyone who may see it."),
+    ] = None,
+) -> dict[str, Any]:
+    """Whether `principal` may see `item` and the rule that decides it (or, without
+    `principal`, every principal of the workspace who may, by rule), and what a search shows.
+    Only this token's workspace: an item or principal of another workspace gets the same
+    answer as an id nobody uses (404 `not_found`, 422 naming `principal`)."""
+    from suli.access import access_json, audience, audience_json, explain
+
+    timer = Timer()
+    lookup_id(item, "item")
+    if principal is None:
+        body = audience_json(await run_blocking(audience, searcher, admin.workspace, item))
+    else:
+        who = await run_blocking(searcher.backend.principal, principal)
+        if who is None or who.workspace != admin.workspace:
+            raise InvalidInput(f"principal: unknown principal {principal!r}", "principal")
+        body = access_json(await run_blocking(explain, searcher, admin.workspace, item, who))
+    return timer.done(body, response)

@@ -35,6 +35,7 @@ COMMANDS = {
     "acl": "cli.admin:acl",
     "principal": "cli.admin:principal",
     "token": "cli.admin:token",
+    "access": "cli.access:access",
     "cluster": "cli.cluster:cluster",
     "security": "cli.security:security",
     "eval": "cli.evaluate:evaluate",
