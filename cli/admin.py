@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, TypeVar
 
 import click
 
 from cli.context import searcher, settings, store_name
-from cli.output import emit_json, handle_errors, json_option
+from cli.output import emit_json, handle_errors, json_option, plural
 from cli.rejects import default_rejects_path, echo_rejects, save_rejects
 from indexer.lines import raw_lines
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput, SuliError
 from suli.validate import lookup_id, parse_acl, parse_principal
+
+T = TypeVar("T")
 
 
 def _count_lines(path: str) -> int | None:
@@ -69,7 +72,11 @@ def index_cmd(
     workers: int | None,
     as_json: bool,
 ) -> None:
-    """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file."""
+    """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file.
+
+    Exit code: 0 when every line was indexed; 1 when any line was rejected (the others are
+    indexed all the same) or the store stopped taking writes; 2 for a usage error.
+    """
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -204,6 +211,21 @@ def _read_json_objects(path: str) -> list[dict[str, object]]:
     return data
 
 
+def _parsed(file: str, parse: Callable[[dict[str, Any]], T]) -> list[T]:
+    """Every entry of FILE parsed, or InvalidInput naming the first bad entry (its position
+    and id) and the field at fault."""
+    out = []
+    for n, data in enumerate(_read_json_objects(file)):
+        try:
+            out.append(parse(data))
+        except InvalidInput as e:
+            named = f", id {data['id']!r}" if isinstance(data.get("id"), str) else ""
+            raise InvalidInput(
+                f"{file}: entry {n + 1} (index {n}{named}): {e.message}", e.field
+            ) from None
+    return out
+
+
 @click.group()
 def acl() -> None:
     """Board ACLs."""
@@ -215,9 +237,9 @@ def acl() -> None:
 @handle_errors
 def acl_load(ctx: click.Context, file: str) -> None:
     """Load board ACLs ({board, workspace, name, members[], groups[]}) from FILE."""
-    acls = [parse_acl(d) for d in _read_json_objects(file)]  # all valid, or nothing written
+    acls = _parsed(file, parse_acl)  # all valid, or nothing written
     searcher(ctx).backend.put_acls(acls)
-    click.echo(f"loaded {len(acls)} board ACLs", err=True)
+    click.echo(f"loaded {plural(len(acls), 'board ACL')}", err=True)
 
 
 @acl.command("list")
@@ -246,7 +268,7 @@ def acl_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
             f"{r['board']}  {r['workspace']}  {r['name'] or '-'}  members: "
             f"{', '.join(r['members']) or '-'}  groups: {', '.join(r['groups']) or '-'}"
         )
-    click.echo(f"{len(rows)} board ACLs in {store_name(ctx)}", err=True)
+    click.echo(f"{plural(len(rows), 'board ACL')} in {store_name(ctx)}", err=True)
 
 
 @click.group()
@@ -260,9 +282,9 @@ def principal() -> None:
 @handle_errors
 def principal_load(ctx: click.Context, file: str) -> None:
     """Load principals ({id, workspace, kind, groups[]}) from FILE."""
-    ps = [parse_principal(d) for d in _read_json_objects(file)]
+    ps = _parsed(file, parse_principal)  # all valid, or nothing written
     searcher(ctx).backend.put_principals(ps)
-    click.echo(f"loaded {len(ps)} principals", err=True)
+    click.echo(f"loaded {plural(len(ps), 'principal')}", err=True)
 
 
 @principal.command("list")
@@ -283,7 +305,7 @@ def principal_list(ctx: click.Context, workspace: str | None, as_json: bool) -> 
         click.echo(
             f"{r['id']}  {r['workspace']}  {r['kind']}  groups: {', '.join(r['groups']) or '-'}"
         )
-    click.echo(f"{len(rows)} principals in {store_name(ctx)}", err=True)
+    click.echo(f"{plural(len(rows), 'principal')} in {store_name(ctx)}", err=True)
 
 
 @click.group()
@@ -328,7 +350,8 @@ def token_list(ctx: click.Context, principal_id: str | None, as_json: bool) -> N
         admin = "  admin" if r["admin"] else ""
         click.echo(f"{r['hash']}  {r['principal']}  {r['created_at']}{admin}")
     click.echo(
-        f"{len(rows)} tokens in {store_name(ctx)} (revoke: suli token revoke HASH)", err=True
+        f"{plural(len(rows), 'token')} in {store_name(ctx)} (revoke: suli token revoke HASH)",
+        err=True,
     )
 
 

@@ -10,7 +10,7 @@ import click
 
 import mappings
 from cli.context import settings as get_settings
-from cli.output import emit_json, handle_errors, json_option
+from cli.output import emit_json, handle_errors, json_option, plural
 from cli.rejects import rejects_files
 from cli.schemas import expected_model
 from suli.errors import InvalidInput, NotFound
@@ -226,7 +226,8 @@ def _rollback_lines(body: dict[str, Any]) -> list[str]:
     r = body["rollback"]
     return [
         f"rollback {r['alias']}: {r['current']} -> {r['previous']}",
-        f"  {r['written_since_swap']} items written since the swap; carried over by: {r['mode']}",
+        f"  {plural(r['written_since_swap'], 'item')} written since the swap; carried over by: "
+        f"{r['mode']}",
     ]
 
 
