@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,6 +20,10 @@ from suli.errors import InvalidInput, SuliError
 from suli.validate import lookup_id, parse_acl, parse_principal
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 def _count_lines(path: str) -> int | None:
@@ -38,7 +42,35 @@ def _part(text: str) -> tuple[int, int]:
     raise InvalidInput(f"--part: expected I/N with 1 <= I <= N (e.g. 2/4), got {text!r}", "part")
 
 
-@click.command("index")
+def index_progress(console: Console) -> Progress:
+    """`suli index`'s bar on stderr. The embedded/reused/cached counts only where the line
+    has room for them: on an 80-column terminal they pushed the N/M count off the line."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    wide = console.width >= 120
+    columns: list[ProgressColumn | str] = [TextColumn("indexing")]
+    if wide:
+        columns.append(TextColumn("{task.fields[counts]}"))
+    columns += [
+        BarColumn(bar_width=None if wide else 16),
+        MofNCompleteColumn(),
+        TaskProgressColumn(show_speed=True),  # lines/s, while the total is unknown too
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    return Progress(*columns, console=console, transient=True)
+
+
+@click.command("index", short_help="Index JSON lines (exit 1 if any line is rejected).")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False, exists=False))
 @click.option(
     "--rejects",
@@ -78,15 +110,6 @@ def index_cmd(
     indexed all the same) or the store stopped taking writes; 2 for a usage error.
     """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from indexer.pipeline import Summary, index_stream
     from indexer.workers import EmbedPool, default_workers
@@ -98,17 +121,7 @@ def index_cmd(
     total = _count_lines(file)
     # Bytes, decoded per line by the reader: one undecodable line is one rejected line.
     stream: IO[bytes] = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
-    progress = Progress(
-        TextColumn("indexing"),
-        TextColumn("{task.fields[counts]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(show_speed=True),  # lines/s, while the total is unknown too
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
+    progress = index_progress(Console(stderr=True))
     kind = settings(ctx).embedder
     if workers is None:
         workers = default_workers() if kind == "minilm" else 0
@@ -170,7 +183,7 @@ def index_cmd(
         sys.exit(1)
 
 
-@click.command()
+@click.command(short_help="Delete items of one workspace by id.")
 @click.argument("ids", nargs=-1, required=True)
 @click.option(
     "--workspace",
@@ -231,7 +244,7 @@ def acl() -> None:
     """Board ACLs."""
 
 
-@acl.command("load")
+@acl.command("load", short_help="Load board ACLs from a JSON file.")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
 @click.pass_context
 @handle_errors
@@ -313,7 +326,7 @@ def token() -> None:
     """API tokens (stored only as hashes)."""
 
 
-@token.command("create")
+@token.command("create", short_help="Create a token for PRINCIPAL (printed once).")
 @click.argument("principal_arg", metavar="[PRINCIPAL]", required=False)
 @click.option("--principal", "principal_id", help="Whose token (or give PRINCIPAL).")
 @click.option("--admin", is_flag=True, help="May call ingestion and ACL routes.")
@@ -331,7 +344,7 @@ def token_create(
     click.echo(create_token(searcher(ctx).backend, who, admin))
 
 
-@token.command("list")
+@token.command("list", short_help="List stored tokens by hash.")
 @click.option("--principal", "principal_id", help="Only this principal's tokens.")
 @json_option
 @click.pass_context

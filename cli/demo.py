@@ -122,7 +122,7 @@ def _demo_settings(ctx: click.Context, backend: str | None, db_path: Path | None
     return Settings(backend="embedded", embedded_path=Path(db))
 
 
-@click.command()
+@click.command(short_help="Load a ~1,000-item sample workspace and serve it.")
 @click.option(
     "--backend",
     type=click.Choice(["embedded", "opensearch"]),

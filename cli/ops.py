@@ -80,7 +80,7 @@ class _Bar:
         self.progress.update(self.task, completed=done, total=total)
 
 
-@click.command("reindex")
+@click.command("reindex", short_help="Build a new index, copy, swap the alias (or roll back).")
 @click.option(
     "--shards", type=click.IntRange(min=1), help="Shards of the new index (default: settings)."
 )
@@ -251,7 +251,7 @@ def _report_lines(body: dict[str, Any]) -> list[str]:
     return lines + [f"  note: {n}" for n in r["notes"]]
 
 
-@click.command("status")
+@click.command("status", short_help="The store: health, nodes, alias, index, rejects.")
 @click.option(
     "--rejects",
     "rejects",
@@ -379,7 +379,11 @@ def _status_lines(b: dict[str, Any]) -> None:
         click.echo(f"note: {note}")
 
 
-@click.group("indices", invoke_without_command=True)
+@click.group(
+    "indices",
+    invoke_without_command=True,
+    short_help="Physical indices behind the alias; drop old ones.",
+)
 @json_option
 @click.pass_context
 @handle_errors
@@ -389,7 +393,7 @@ def indices(ctx: click.Context, as_json: bool) -> None:
         _list(ctx, as_json)
 
 
-@indices.command("list")
+@indices.command("list", short_help="The alias's physical indices: live, docs, mapping.")
 @json_option
 @click.pass_context
 @handle_errors
@@ -428,7 +432,7 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-@indices.command("drop")
+@indices.command("drop", short_help="Delete an old physical index (never the live one).")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a TTY).")
 @click.pass_context

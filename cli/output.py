@@ -210,7 +210,10 @@ def print_results(body: dict[str, Any], page_hint: str = "") -> None:
     more = f"; more: {page_hint}" if body.get("has_more") and page_hint else ""
     if body.get("paging_limit") is not None:
         # Hybrid pages through its fused candidates only: say where paging ends before `total`.
-        more = f"; pages stop at the best {body['paging_limit']} (--mode text reaches all){more}"
+        more = (
+            f"; hybrid paging reaches only the {body['paging_limit']} best-fused of them "
+            f"(--mode text pages through all){more}"
+        )
     click.echo(
         f"-- {total_words(body)}{shown}{more}, {body['timings_ms'].get('total', 0):.0f} ms"
         + (f" ({'; '.join(extra)})" if extra else ""),

@@ -140,3 +140,56 @@ def test_counts_take_the_right_number(tmp_path: Path) -> None:
     f.write_text(json.dumps([{"id": "prn_a", "workspace": "ws", "kind": "person"}]))
     r = run(["--backend", "embedded", "principal", "load", str(f)], tmp_path)
     assert "loaded 1 principal\n" in r.stderr
+
+
+# ---- 9. what users see -------------------------------------------------------------------------
+
+
+def _groups(group: click.Group, ctx: click.Context, path: list[str]) -> list[list[str]]:
+    out = [path]
+    for name in group.list_commands(ctx):
+        sub = group.get_command(ctx, name)
+        if isinstance(sub, click.Group):
+            out += _groups(sub, ctx, [*path, name])
+    return out
+
+
+def test_no_command_summary_is_cut_off_at_80_columns(tmp_path: Path) -> None:
+    ctx = click.Context(cli)
+    for path in _groups(cli, ctx, []):
+        out = CliRunner().invoke(cli, [*path, "--help"], terminal_width=80).output
+        listed = out.split("Commands:\n", 1)[1].splitlines()
+        cut = [line for line in listed if line.rstrip().endswith("...")]
+        assert not cut, (path, cut)
+
+
+def test_the_hybrid_paging_footer_says_what_its_number_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cli.output import print_results
+
+    body = {"results": [], "total": 173, "total_relation": "eq", "paging_limit": 118,
+            "timings_ms": {"total": 5.0}, "has_more": True}  # fmt: skip
+    print_results(body, "--page 2")
+    err = capsys.readouterr().err
+    assert "hybrid paging reaches only the 118 best-fused of them" in err
+    assert "--mode text pages through all" in err
+
+
+def test_the_index_bar_keeps_its_count_on_80_columns() -> None:
+    from rich.console import Console
+
+    from cli.admin import index_progress
+
+    console = Console(width=80, force_terminal=False)
+    progress = index_progress(console)
+    task = progress.add_task("index", total=100_000, counts="embedded 99999, reused 0, cached 1")
+    progress.update(task, completed=100_000)
+    line = _render(console, progress)
+    assert "100000/100000" in line and "…" not in line
+
+
+def _render(console: Any, progress: Any) -> str:
+    with console.capture() as cap:
+        console.print(progress.get_renderable())
+    return str(cap.get())
