@@ -156,7 +156,10 @@ def explain(searcher: Searcher, workspace: str, item_id: str, who: Principal) ->
     lookup_id(item_id)
     backend = searcher.backend
     acls = backend.acls(workspace)
-    item = _item(backend, workspace, item_id, acls, [who])
+    # `who` first (one read finds what they may see), then the others: a personal upload of
+    # someone else is found by its uploader's read, not by a walk over the store.
+    others = [p for p in backend.list_principals() if p.id != who.id]
+    item = _item(backend, workspace, item_id, acls, [who, *others])
     v = verdict(item, who, acls)
     notes: list[str] = []
     replacement: bool | None = None

@@ -81,6 +81,22 @@ class AccessRules:
         e = self._why(w, "itm_pay", EVE).verdict
         assert (e.visible, e.rule) == (False, "another-workspace")
 
+    def test_reads_that_name_the_item_need_no_walk_over_the_store(
+        self, access_world: World, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Lookups by id find board, workspace-wide and personal items (the uploader's read);
+        only an item nobody may see is looked for by walking every item."""
+
+        def walk() -> Any:
+            raise AssertionError("walked the whole store")
+
+        monkeypatch.setattr(access_world.backend, "all_items", walk)
+        for item_id in ("itm_mine", "itm_legal", "itm_wide"):
+            assert self._why(access_world, item_id, ANA).item.id == item_id
+        assert audience(access_world.searcher, WS, "itm_mine").verdicts[0].principal == "prn_cho"
+        with pytest.raises(AssertionError, match="walked"):
+            self._why(access_world, "itm_orphan", ANA)
+
     def test_hidden_and_superseded_say_what_a_search_shows(self, access_world: World) -> None:
         w = access_world
         h = self._why(w, "itm_draft", BEN)
