@@ -38,7 +38,12 @@ REQUEST_FIELDS = (
 # What only the routes know (the principal once the token is checked, the degraded legs), for
 # the request line of the request being served: the middleware sets a dict, note() fills it.
 _NOTES: ContextVar[dict[str, Any] | None] = ContextVar("suli_request_notes", default=None)
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+# Also uvicorn's `color_message` (the message again, with terminal colour codes): noise in JSON.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 class JsonFormatter(logging.Formatter):

@@ -32,6 +32,7 @@ from app.mcp_tools import (
     tool_body,
 )
 from app.runtime import Runtime, run_blocking
+from suli import __version__
 from suli.auth import authenticate
 from suli.errors import InvalidInput, SuliError, Unauthorized
 from suli.models import Principal
@@ -267,7 +268,11 @@ def build_server(access: Access) -> MCPServer:
     """The MCP server with both tools, answering for whoever `access` says is calling."""
     with _root_logging_kept():
         server: MCPServer = SuliMCPServer(
-            name="suli", title="Suli work library", instructions=INSTRUCTIONS, log_level="WARNING"
+            name="suli",
+            title="Suli work library",
+            version=__version__,  # the SDK's default is "": clients showed an empty version
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
         )
 
     async def library_search(

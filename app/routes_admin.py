@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from app import schemas
 from app.api_docs import ITEM_INPUT_REF
@@ -216,3 +216,90 @@ async def put_principal(
         raise Forbidden(f"principal: {p.id!r} is not available; choose another id")
     out = {"id": p.id, "workspace": p.workspace, "kind": p.kind, "groups": list(p.groups)}
     return timer.done(out, response)
+
+
+# The answers of GET /admin/access (suli.access.access_json / audience_json): defined here, next
+# to their one route.
+AccessRule = Literal[
+    "workspace-wide", "board-member", "board-group", "uploader",
+    "board-not-listed", "board-without-acl", "personal-upload", "another-workspace",
+]  # fmt: skip
+
+
+class AccessItem(BaseModel):
+    id: str
+    workspace: str
+    title: str
+    scope: Literal["workspace", "board", "personal"]
+    board: str | None
+    uploader: str | None
+    hidden: bool
+    superseded_by: str | None
+
+
+class AccessVerdict(BaseModel):
+    principal: str
+    visible: bool
+    rule: AccessRule = Field(description="The clause of the visibility rule that decides.")
+    reason: str = Field(description="One line, e.g. `board brd_ops lists group grp_ops, ...`.")
+    groups: list[str] = Field(description="board-group: the principal's groups the board lists.")
+    search: Literal["shown", "hidden", "never"] = Field(
+        description="What this principal's searches show: `hidden` only when hidden items "
+        "are asked for."
+    )
+
+
+class AccessAnswer(AccessVerdict):
+    """One principal's verdict on the item (`principal` given)."""
+
+    item: AccessItem
+    replacement_visible: bool | None = Field(
+        description="Superseded and visible: whether results name the replacement."
+    )
+    notes: list[str]
+    timings_ms: schemas.Timings
+
+
+class AccessAudience(BaseModel):
+    """Every principal of the workspace who may see the item (no `principal`), by rule."""
+
+    item: AccessItem
+    audience: list[AccessVerdict]
+    notes: list[str]
+    timings_ms: schemas.Timings
+
+
+@router.get(
+    "/admin/access",
+    operation_id="explainAccess",
+    response_model=AccessAnswer | AccessAudience,
+    responses=DELETE_ERRORS,
+    summary="Who may see an item, and why (admin)",
+    tags=["admin"],
+)
+async def explain_access(
+    admin: AdminDep,
+    searcher: SearcherDep,
+    response: Response,
+    item: Annotated[str, Query(description="The item's id (in this token's workspace).")],
+    principal: Annotated[
+        str | None,
+        Query(description="A principal of this workspace; without it, everyone who may see it."),
+    ] = None,
+) -> dict[str, Any]:
+    """Whether `principal` may see `item` and the rule that decides it (or, without
+    `principal`, every principal of the workspace who may, by rule), and what a search shows.
+    Only this token's workspace: an item or principal of another workspace gets the same
+    answer as an id nobody uses (404 `not_found`, 422 naming `principal`)."""
+    from suli.access import access_json, audience, audience_json, explain
+
+    timer = Timer()
+    lookup_id(item, "item")
+    if principal is None:
+        body = audience_json(await run_blocking(audience, searcher, admin.workspace, item))
+    else:
+        who = await run_blocking(searcher.backend.principal, principal)
+        if who is None or who.workspace != admin.workspace:
+            raise InvalidInput(f"principal: unknown principal {principal!r}", "principal")
+        body = access_json(await run_blocking(explain, searcher, admin.workspace, item, who))
+    return timer.done(body, response)

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cli.context import searcher, settings, store_name
-from cli.output import emit_json, handle_errors, json_option
+from cli.output import emit_json, handle_errors, json_option, plural
 from cli.rejects import default_rejects_path, echo_rejects, save_rejects
 from indexer.lines import raw_lines
 from suli.auth import create_token, revoke_token
 from suli.errors import InvalidInput, SuliError
 from suli.validate import lookup_id, parse_acl, parse_principal
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 def _count_lines(path: str) -> int | None:
@@ -35,7 +42,35 @@ def _part(text: str) -> tuple[int, int]:
     raise InvalidInput(f"--part: expected I/N with 1 <= I <= N (e.g. 2/4), got {text!r}", "part")
 
 
-@click.command("index")
+def index_progress(console: Console) -> Progress:
+    """`suli index`'s bar on stderr. The embedded/reused/cached counts only where the line
+    has room for them: on an 80-column terminal they pushed the N/M count off the line."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    wide = console.width >= 120
+    columns: list[ProgressColumn | str] = [TextColumn("indexing")]
+    if wide:
+        columns.append(TextColumn("{task.fields[counts]}"))
+    columns += [
+        BarColumn(bar_width=None if wide else 16),
+        MofNCompleteColumn(),
+        TaskProgressColumn(show_speed=True),  # lines/s, while the total is unknown too
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    return Progress(*columns, console=console, transient=True)
+
+
+@click.command("index", short_help="Index JSON lines (exit 1 if any line is rejected).")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False, exists=False))
 @click.option(
     "--rejects",
@@ -69,17 +104,12 @@ def index_cmd(
     workers: int | None,
     as_json: bool,
 ) -> None:
-    """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file."""
+    """Index JSON lines from FILE (or - for stdin); bad lines go to a rejects file.
+
+    Exit code: 0 when every line was indexed; 1 when any line was rejected (the others are
+    indexed all the same) or the store stopped taking writes; 2 for a usage error.
+    """
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from indexer.pipeline import Summary, index_stream
     from indexer.workers import EmbedPool, default_workers
@@ -91,17 +121,7 @@ def index_cmd(
     total = _count_lines(file)
     # Bytes, decoded per line by the reader: one undecodable line is one rejected line.
     stream: IO[bytes] = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
-    progress = Progress(
-        TextColumn("indexing"),
-        TextColumn("{task.fields[counts]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(show_speed=True),  # lines/s, while the total is unknown too
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
+    progress = index_progress(Console(stderr=True))
     kind = settings(ctx).embedder
     if workers is None:
         workers = default_workers() if kind == "minilm" else 0
@@ -163,7 +183,7 @@ def index_cmd(
         sys.exit(1)
 
 
-@click.command()
+@click.command(short_help="Delete items of one workspace by id.")
 @click.argument("ids", nargs=-1, required=True)
 @click.option(
     "--workspace",
@@ -204,20 +224,35 @@ def _read_json_objects(path: str) -> list[dict[str, object]]:
     return data
 
 
+def _parsed(file: str, parse: Callable[[dict[str, Any]], T]) -> list[T]:
+    """Every entry of FILE parsed, or InvalidInput naming the first bad entry (its position
+    and id) and the field at fault."""
+    out = []
+    for n, data in enumerate(_read_json_objects(file)):
+        try:
+            out.append(parse(data))
+        except InvalidInput as e:
+            named = f", id {data['id']!r}" if isinstance(data.get("id"), str) else ""
+            raise InvalidInput(
+                f"{file}: entry {n + 1} (index {n}{named}): {e.message}", e.field
+            ) from None
+    return out
+
+
 @click.group()
 def acl() -> None:
     """Board ACLs."""
 
 
-@acl.command("load")
+@acl.command("load", short_help="Load board ACLs from a JSON file.")
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
 @click.pass_context
 @handle_errors
 def acl_load(ctx: click.Context, file: str) -> None:
     """Load board ACLs ({board, workspace, name, members[], groups[]}) from FILE."""
-    acls = [parse_acl(d) for d in _read_json_objects(file)]  # all valid, or nothing written
+    acls = _parsed(file, parse_acl)  # all valid, or nothing written
     searcher(ctx).backend.put_acls(acls)
-    click.echo(f"loaded {len(acls)} board ACLs", err=True)
+    click.echo(f"loaded {plural(len(acls), 'board ACL')}", err=True)
 
 
 @acl.command("list")
@@ -246,7 +281,7 @@ def acl_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
             f"{r['board']}  {r['workspace']}  {r['name'] or '-'}  members: "
             f"{', '.join(r['members']) or '-'}  groups: {', '.join(r['groups']) or '-'}"
         )
-    click.echo(f"{len(rows)} board ACLs in {store_name(ctx)}", err=True)
+    click.echo(f"{plural(len(rows), 'board ACL')} in {store_name(ctx)}", err=True)
 
 
 @click.group()
@@ -260,9 +295,9 @@ def principal() -> None:
 @handle_errors
 def principal_load(ctx: click.Context, file: str) -> None:
     """Load principals ({id, workspace, kind, groups[]}) from FILE."""
-    ps = [parse_principal(d) for d in _read_json_objects(file)]
+    ps = _parsed(file, parse_principal)  # all valid, or nothing written
     searcher(ctx).backend.put_principals(ps)
-    click.echo(f"loaded {len(ps)} principals", err=True)
+    click.echo(f"loaded {plural(len(ps), 'principal')}", err=True)
 
 
 @principal.command("list")
@@ -283,7 +318,7 @@ def principal_list(ctx: click.Context, workspace: str | None, as_json: bool) -> 
         click.echo(
             f"{r['id']}  {r['workspace']}  {r['kind']}  groups: {', '.join(r['groups']) or '-'}"
         )
-    click.echo(f"{len(rows)} principals in {store_name(ctx)}", err=True)
+    click.echo(f"{plural(len(rows), 'principal')} in {store_name(ctx)}", err=True)
 
 
 @click.group()
@@ -291,7 +326,7 @@ def token() -> None:
     """API tokens (stored only as hashes)."""
 
 
-@token.command("create")
+@token.command("create", short_help="Create a token for PRINCIPAL (printed once).")
 @click.argument("principal_arg", metavar="[PRINCIPAL]", required=False)
 @click.option("--principal", "principal_id", help="Whose token (or give PRINCIPAL).")
 @click.option("--admin", is_flag=True, help="May call ingestion and ACL routes.")
@@ -309,7 +344,7 @@ def token_create(
     click.echo(create_token(searcher(ctx).backend, who, admin))
 
 
-@token.command("list")
+@token.command("list", short_help="List stored tokens by hash.")
 @click.option("--principal", "principal_id", help="Only this principal's tokens.")
 @json_option
 @click.pass_context
@@ -328,7 +363,8 @@ def token_list(ctx: click.Context, principal_id: str | None, as_json: bool) -> N
         admin = "  admin" if r["admin"] else ""
         click.echo(f"{r['hash']}  {r['principal']}  {r['created_at']}{admin}")
     click.echo(
-        f"{len(rows)} tokens in {store_name(ctx)} (revoke: suli token revoke HASH)", err=True
+        f"{plural(len(rows), 'token')} in {store_name(ctx)} (revoke: suli token revoke HASH)",
+        err=True,
     )
 
 

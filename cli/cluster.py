@@ -50,7 +50,7 @@ class _Failure(click.ClickException):
     exit_code = 1
 
 
-@click.group()
+@click.group(short_help="Run a local OpenSearch (1 or 3 nodes).")
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -71,7 +71,7 @@ def cluster(ctx: click.Context, state_dir: Path | None) -> None:
     ctx.obj = state_dir
 
 
-@cluster.command()
+@cluster.command(short_help="Provision, start the nodes, wait until ready.")
 @click.option("--nodes", type=click.Choice(["1", "3"]), default="1", show_default=True)
 @click.option(
     "--http-port",
@@ -228,7 +228,7 @@ def _human_status(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@cluster.command()
+@cluster.command(short_help="Nodes, health, version, plugins (exit 1: none up).")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON on stdout.")
 @click.pass_obj
 def status(state_dir: Path | None, as_json: bool) -> None:
@@ -281,7 +281,7 @@ def logs(state_dir: Path | None, node: int | None, lines: int | None) -> None:
             click.echo(f"(no log yet at {path})", err=True)
 
 
-@cluster.command("upgrade-node")
+@cluster.command("upgrade-node", short_help="One step of a rolling upgrade.")
 @click.argument("node", type=click.IntRange(min=1))
 @click.option(
     "--version",

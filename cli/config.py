@@ -9,7 +9,7 @@ from cli.output import emit_json, handle_errors, json_option
 from suli.config_ref import OTHER_VARIABLES, current_values, unknown_lines, variables
 
 
-@click.command("config")
+@click.command("config", short_help="Every SULI_* setting: type, default, value.")
 @json_option
 @click.pass_context
 @handle_errors

@@ -21,7 +21,7 @@ def schema() -> None:
     """JSON Schemas of Suli's input formats: item, principal, board."""
 
 
-@schema.command("item")
+@schema.command("item", short_help="One `suli index` line (docs/items.md).")
 @click.pass_context
 def schema_item(ctx: click.Context) -> None:
     """One `suli index` line, generated from the validator (docs/items.md); `vector` and
@@ -31,7 +31,7 @@ def schema_item(ctx: click.Context) -> None:
     emit_json(item_schema(*expected_model(settings(ctx))))
 
 
-@schema.command("principal")
+@schema.command("principal", short_help="One entry of `suli principal load`.")
 def schema_principal() -> None:
     """One principal of `suli principal load` (docs/sample-principals.json)."""
     from cli.schemas import principal_schema
@@ -47,7 +47,7 @@ def schema_board() -> None:
     emit_json(board_schema())
 
 
-@click.command("export")
+@click.command("export", short_help="Write every item as JSON lines.")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.option(
     "--workspace",

@@ -3,6 +3,7 @@ with a token."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -20,6 +21,11 @@ from suli.auth import create_token, hash_token
 from suli.backends.base import Backend
 from suli.errors import InvalidInput
 from suli.settings import Settings
+
+# On OpenSearch the demo keeps to an alias and an ACL index of its own (as it keeps to demo.db
+# on the embedded store): its principals never overwrite yours, nor yours its.
+DEMO_ALIAS = "suli-demo-items"
+DEMO_ACL_INDEX = "suli-demo-acl"
 
 
 def default_db() -> Path:
@@ -61,7 +67,11 @@ def demo_token(backend: Backend, path: Path, principal_id: str) -> str:
 def store_args(settings: Settings) -> str:
     """The global options that point any `suli` command at the demo's store."""
     if settings.backend == "opensearch":
-        return f"--backend opensearch --opensearch-url {shlex.quote(str(settings.opensearch_url))}"
+        return (
+            f"--backend opensearch --opensearch-url {shlex.quote(str(settings.opensearch_url))} "
+            f"--index-alias {shlex.quote(settings.index_alias)} "
+            f"--acl-index {shlex.quote(settings.acl_index)}"
+        )
     return f"--backend embedded --db {shlex.quote(str(settings.sqlite_path))}"
 
 
@@ -102,13 +112,17 @@ def _demo_settings(ctx: click.Context, backend: str | None, db_path: Path | None
                 "--opensearch-url (after `suli cluster up`: http://127.0.0.1:9200)",
                 "opensearch_url",
             )
-        settings = Settings(backend="opensearch", opensearch_url=url)
-        return settings
+        return Settings(
+            backend="opensearch",
+            opensearch_url=url,
+            index_alias=overrides.get("index_alias") or DEMO_ALIAS,
+            acl_index=overrides.get("acl_index") or DEMO_ACL_INDEX,
+        )
     db = db_path or overrides.get("embedded_path") or default_db()
     return Settings(backend="embedded", embedded_path=Path(db))
 
 
-@click.command()
+@click.command(short_help="Load a ~1,000-item sample workspace and serve it.")
 @click.option(
     "--backend",
     type=click.Choice(["embedded", "opensearch"]),
@@ -157,7 +171,10 @@ def demo(
     ctx.ensure_object(dict)["settings"] = settings  # errors name this store
     if settings.backend == "opensearch":
         where = f"the OpenSearch index {settings.index_alias} at {settings.opensearch_url}"
-        kept = settings.home / f"demo-{settings.index_alias}.tokens.json"
+        # One kept token per cluster and alias: another cluster's store does not know this
+        # one's token, and would replace it on every run if they shared the file.
+        cluster = hashlib.sha256(str(settings.opensearch_url).encode()).hexdigest()[:8]
+        kept = settings.home / f"demo-{settings.index_alias}-{cluster}.tokens.json"
         settings.home.mkdir(parents=True, exist_ok=True)
     else:
         db = settings.sqlite_path
@@ -192,7 +209,7 @@ Try:
         click.echo(
             f"""  curl -s -H 'Authorization: Bearer {token}' -H 'content-type: application/json' \\
        -d '{{"title": "Roll back a failed payments deploy", "spec": "canary burned the error budget"}}' {url}/api/v1/related
-Web page: {url}/   API docs: {url}/docs
+Web page: {url}/ (sign in with the token above)   API docs: {url}/docs
 
 Every `suli` command reads this store with `{store}` before the command name.
 """,

@@ -16,7 +16,7 @@ from suli.models import SearchRequest
 EVAL_DEPTH = 100  # recall@100 needs 100 results; the public limit (25) does not apply here
 
 
-@click.command("eval")
+@click.command("eval", short_help="nDCG@10 and recall@100 against judged queries.")
 @click.option(
     "--qrels", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True
 )

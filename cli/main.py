@@ -35,6 +35,7 @@ COMMANDS = {
     "acl": "cli.admin:acl",
     "principal": "cli.admin:principal",
     "token": "cli.admin:token",
+    "access": "cli.access:access",
     "cluster": "cli.cluster:cluster",
     "security": "cli.security:security",
     "eval": "cli.evaluate:evaluate",
@@ -48,6 +49,10 @@ COMMANDS = {
     "export": "cli.data:export",
     "config": "cli.config:config_cmd",
 }
+
+
+# The group's own options: valid only before the command name.
+GLOBAL_OPTIONS = ("--backend", "--opensearch-url", "--db", "--index-alias", "--acl-index")
 
 
 def load_command(name: str) -> click.Command:
@@ -84,6 +89,15 @@ class SuliGroup(click.Group):
         _warn_unknown_settings(ctx)
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as e:
+            if e.option_name not in GLOBAL_OPTIONS:
+                raise
+            # Click would suggest the command's look-alikes (--db: "--kind, --mode?").
+            raise click.UsageError(
+                f"{e.option_name} is a global option: give it before the command, e.g. "
+                f"`suli {e.option_name} VALUE {ctx.invoked_subcommand or 'COMMAND'} ...`",
+                e.ctx,
+            ) from None
         except ValueError as e:  # pydantic's ValidationError and SettingsError are ValueErrors
             from suli.settings import is_settings_error, settings_error_line
 
@@ -103,13 +117,58 @@ class SuliGroup(click.Group):
     type=click.Path(dir_okay=False),
     help="Embedded store file. Env: SULI_EMBEDDED_PATH.",
 )
+@click.option(
+    "--index-alias",
+    help="The items' alias on OpenSearch (default suli-items). Env: SULI_INDEX_ALIAS.",
+)
+@click.option(
+    "--acl-index",
+    help="The ACL index on OpenSearch (default suli-acl). Env: SULI_ACL_INDEX.",
+)
 @click.pass_context
 def cli(
-    ctx: click.Context, backend: str | None, opensearch_url: str | None, embedded_path: str | None
+    ctx: click.Context,
+    backend: str | None,
+    opensearch_url: str | None,
+    embedded_path: str | None,
+    index_alias: str | None,
+    acl_index: str | None,
 ) -> None:
     """Suli: permission-aware hybrid search for work items."""
+    _refuse_conflicts(backend, opensearch_url, embedded_path, index_alias, acl_index)
     ctx.ensure_object(dict)["overrides"] = {
         "backend": backend,
         "opensearch_url": opensearch_url,
         "embedded_path": embedded_path,
+        "index_alias": index_alias,
+        "acl_index": acl_index,
     }
+
+
+def _refuse_conflicts(
+    backend: str | None,
+    opensearch_url: str | None,
+    embedded_path: str | None,
+    index_alias: str | None,
+    acl_index: str | None,
+) -> None:
+    """An option of the backend not in use is a usage error, never ignored: `--db` once
+    SULI_OPENSEARCH_URL picks OpenSearch searched OpenSearch without a word (docs/decisions.md)."""
+    chosen = backend or os.environ.get("SULI_BACKEND") or None
+    if chosen is None:
+        url_set = opensearch_url or os.environ.get("SULI_OPENSEARCH_URL")
+        chosen = "opensearch" if url_set else "embedded"
+    if chosen == "opensearch" and embedded_path:
+        why = "--backend opensearch" if backend else (
+            "SULI_BACKEND=opensearch" if os.environ.get("SULI_BACKEND") else
+            "SULI_OPENSEARCH_URL is set, which picks OpenSearch"
+        )  # fmt: skip
+        raise click.UsageError(
+            f"--db is the embedded store's file, but {why}: add --backend embedded to read "
+            "the file, or leave --db out"
+        )
+    if chosen == "embedded" and (index_alias or acl_index):
+        raise click.UsageError(
+            f"{'--index-alias' if index_alias else '--acl-index'} names an OpenSearch index, "
+            "but the embedded store is in use: add --backend opensearch (and --opensearch-url)"
+        )

@@ -9,7 +9,7 @@ from cli.output import handle_errors
 from suli.auth import authenticate
 
 
-@click.command("mcp")
+@click.command("mcp", short_help="Serve the MCP tools over stdio (for agents).")
 @click.option(
     "--token",
     envvar="SULI_TOKEN",

@@ -10,7 +10,7 @@ import click
 
 import mappings
 from cli.context import settings as get_settings
-from cli.output import emit_json, handle_errors, json_option
+from cli.output import emit_json, handle_errors, json_option, plural
 from cli.rejects import rejects_files
 from cli.schemas import expected_model
 from suli.errors import InvalidInput, NotFound
@@ -80,7 +80,7 @@ class _Bar:
         self.progress.update(self.task, completed=done, total=total)
 
 
-@click.command("reindex")
+@click.command("reindex", short_help="Build a new index, copy, swap the alias (or roll back).")
 @click.option(
     "--shards", type=click.IntRange(min=1), help="Shards of the new index (default: settings)."
 )
@@ -226,7 +226,8 @@ def _rollback_lines(body: dict[str, Any]) -> list[str]:
     r = body["rollback"]
     return [
         f"rollback {r['alias']}: {r['current']} -> {r['previous']}",
-        f"  {r['written_since_swap']} items written since the swap; carried over by: {r['mode']}",
+        f"  {plural(r['written_since_swap'], 'item')} written since the swap; carried over by: "
+        f"{r['mode']}",
     ]
 
 
@@ -250,7 +251,7 @@ def _report_lines(body: dict[str, Any]) -> list[str]:
     return lines + [f"  note: {n}" for n in r["notes"]]
 
 
-@click.command("status")
+@click.command("status", short_help="The store: health, nodes, alias, index, rejects.")
 @click.option(
     "--rejects",
     "rejects",
@@ -378,7 +379,11 @@ def _status_lines(b: dict[str, Any]) -> None:
         click.echo(f"note: {note}")
 
 
-@click.group("indices", invoke_without_command=True)
+@click.group(
+    "indices",
+    invoke_without_command=True,
+    short_help="Physical indices behind the alias; drop old ones.",
+)
 @json_option
 @click.pass_context
 @handle_errors
@@ -388,7 +393,7 @@ def indices(ctx: click.Context, as_json: bool) -> None:
         _list(ctx, as_json)
 
 
-@indices.command("list")
+@indices.command("list", short_help="The alias's physical indices: live, docs, mapping.")
 @json_option
 @click.pass_context
 @handle_errors
@@ -427,7 +432,7 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-@indices.command("drop")
+@indices.command("drop", short_help="Delete an old physical index (never the live one).")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed without a TTY).")
 @click.pass_context

@@ -46,10 +46,69 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except SuliError as e:
             code = next((c for t, c in EXIT_CODES.items() if isinstance(e, t)), 1)
-            click.echo(f"Error: {e.message}{_where(e)}", err=True)
+            click.echo(f"Error: {backend_line(e)}{_where(e)}", err=True)
             sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
+
+
+_WHAT = re.compile(
+    r"^OpenSearch (?:is unreachable|connection failed|refused[^(:]*) \(([^)]*)\)"
+    r"|^OpenSearch refused (?:to )?([^:(]+?)(?: \(\d+\))?:"
+)
+
+
+def backend_line(error: SuliError) -> str:
+    """The error's one line. An OpenSearch client fault is said the same way whichever command
+    met it (search, status, indices, reindex, ...): the TLS or credential setting to fix
+    (suli.backends.opensearch.tls, which the search path uses), or for an unreachable node the
+    URL it tried and the setting that names it; never the transport's nested reprs."""
+    cause = error.__cause__
+    if not isinstance(error, BackendUnavailable) or cause is None:
+        return error.message
+    if not type(cause).__module__.startswith("opensearchpy"):
+        return error.message
+    import opensearchpy
+
+    from suli.backends.opensearch import tls
+
+    m = _WHAT.match(error.message)
+    what = next((g for g in m.groups() if g), "request") if m else "request"
+    if isinstance(cause, opensearchpy.ConnectionError):
+        secured = tls.connection_fault(cause)
+        if secured:
+            return f"OpenSearch connection failed ({what}): {secured}"
+        return (
+            f"OpenSearch is unreachable ({what}): {_connection_reason(cause)} at "
+            f"{_opensearch_url()}; is the node up, and is SULI_OPENSEARCH_URL right?"
+        )
+    if isinstance(cause, tls.REFUSED):
+        return tls.refusal(cause, what)
+    return error.message
+
+
+def _connection_reason(e: Exception) -> str:
+    text = str(e)
+    for needle, reason in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "host name not found"),
+        ("nodename nor servname", "host name not found"),
+        ("timed out", "connection timed out"),
+        ("No route to host", "no route to host"),
+    ):
+        if needle in text:
+            return reason
+    return "cannot connect"
+
+
+def _opensearch_url() -> str:
+    """The URL the command used (its settings when made, else the environment's)."""
+    import os
+
+    ctx = click.get_current_context(silent=True)
+    made = (ctx.find_root().obj or {}).get("settings") if ctx is not None else None
+    url = getattr(made, "opensearch_url", None) or os.environ.get("SULI_OPENSEARCH_URL", "")
+    return str(url) or "(no SULI_OPENSEARCH_URL)"
 
 
 def _where(error: SuliError) -> str:
@@ -66,6 +125,11 @@ def _where(error: SuliError) -> str:
     from cli.context import store_name
 
     return f" (looked in {store_name(ctx)})"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`1 board ACL`, `2 board ACLs`: the count with the word in its number."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 json_option = click.option(
@@ -146,7 +210,10 @@ def print_results(body: dict[str, Any], page_hint: str = "") -> None:
     more = f"; more: {page_hint}" if body.get("has_more") and page_hint else ""
     if body.get("paging_limit") is not None:
         # Hybrid pages through its fused candidates only: say where paging ends before `total`.
-        more = f"; pages stop at the best {body['paging_limit']} (--mode text reaches all){more}"
+        more = (
+            f"; hybrid paging reaches only the {body['paging_limit']} best-fused of them "
+            f"(--mode text pages through all){more}"
+        )
     click.echo(
         f"-- {total_words(body)}{shown}{more}, {body['timings_ms'].get('total', 0):.0f} ms"
         + (f" ({'; '.join(extra)})" if extra else ""),

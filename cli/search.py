@@ -24,7 +24,7 @@ from suli.search_params import request_from
 from suli.text import words as query_words
 
 
-@click.command()
+@click.command(short_help="Search items by words and meaning (no words: browse).")
 @click.argument("words", nargs=-1)
 @click.option("--kind", help="artifact or work-record (comma-separated for several).")
 @click.option("--outcome", help="Outcomes, comma-separated, e.g. approved,completed.")
@@ -135,7 +135,7 @@ def show(
         click.echo(body["body"])
 
 
-@click.command()
+@click.command(short_help="Items related to an item or to a card.")
 @click.argument("item_id", required=False)
 @click.option("--title", help="A card's title (for a card with no record).")
 @click.option("--spec", default="", help="A card's spec text.")
@@ -190,7 +190,7 @@ def related(
     emit_json(body) if as_json else print_results(body)
 
 
-@click.command()
+@click.command(short_help="Filter values you may see, with counts.")
 @click.argument("words", nargs=-1)
 @click.option(
     "--mode", type=click.Choice(["hybrid", "text", "vector"]), default="hybrid", show_default=True

@@ -24,12 +24,12 @@ def _mapping(_ctx: click.Context, _param: click.Parameter, value: tuple[str, ...
     return out
 
 
-@click.group()
+@click.group(short_help="Least-privilege roles on a secured cluster.")
 def security() -> None:
     """Least-privilege roles for Suli on a cluster with the security plugin."""
 
 
-@security.command("roles")
+@security.command("roles", short_help="Print (or --apply) Suli's least-privilege roles.")
 @click.option(
     "--apply",
     "apply_",

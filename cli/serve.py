@@ -21,7 +21,7 @@ _ENV = {
 }
 
 
-@click.command()
+@click.command(short_help="Run the HTTP API, web page and MCP endpoint.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option(

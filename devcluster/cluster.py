@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import shutil
 import time
 from collections import deque
@@ -331,13 +332,13 @@ def up(
             raise ClusterError(
                 f"{root} already runs a different cluster (OpenSearch {old.version}, "
                 f"{old.nodes} node(s) from port {old.http_port}, {plugs}); run "
-                "`suli cluster down` first"
+                f"`suli cluster --state-dir {shlex.quote(str(root))} down` first"
             )
         log.info("already running: %s", ", ".join(existing.urls))
         if existing.jdk().home != jdk.home:
             log.warning(
-                "nodes keep running on %s; `suli cluster down` first to move them to %s",
-                existing.jdk().home, jdk.home,
+                "nodes keep running on %s; `suli cluster --state-dir %s down` first to move "
+                "them to %s", existing.jdk().home, shlex.quote(str(root)), jdk.home,
             )  # fmt: skip
         for i in range(spec.nodes):  # bring back a node that was killed or crashed
             existing.start(i)

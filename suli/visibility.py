@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from suli.models import BoardAcl, Item, Principal
 
@@ -51,14 +52,24 @@ def visibility_for(principal: Principal, acls: Iterable[BoardAcl]) -> Visibility
     return Visibility(workspace=principal.workspace, principal_id=principal.id, boards=boards)
 
 
-def can_see(vis: Visibility, item: Item) -> bool:
-    """The rule in Python; backends render the same rule into their own query language."""
+# The clause of the rule that lets a principal see an item (`suli access` names it).
+Clause = Literal["workspace-wide", "board", "uploader"]
+
+
+def granting_clause(vis: Visibility, item: Item) -> Clause | None:
+    """The rule in Python: which of its clauses lets `vis` see `item`, None when none does.
+    Backends render the same rule into their own query language."""
     if vis.stored is not None:
         raise ValueError("boards held by the engine: only that backend can apply them")
     if item.workspace != vis.workspace:
-        return False
+        return None
     if item.board:
-        return item.board in vis.boards
+        return "board" if item.board in vis.boards else None
     if item.uploader:
-        return item.uploader == vis.principal_id
-    return True
+        return "uploader" if item.uploader == vis.principal_id else None
+    return "workspace-wide"
+
+
+def can_see(vis: Visibility, item: Item) -> bool:
+    """The rule as a yes or no (see granting_clause)."""
+    return granting_clause(vis, item) is not None

@@ -20,6 +20,7 @@ from suli.errors import NotFound
 from suli.models import Principal
 
 from .helpers import OTHER_WS, WS, MakeSearcher, acl, principal
+from .rules_access import AccessRules
 from .rules_answers import AnswerRules
 from .rules_bounded import BoundedWorkRules
 from .rules_facets import FacetRules
@@ -120,6 +121,7 @@ class DirectoryContract(DirectoryRules):
 
 class ItemIndexContract(
     VisibilityRules,
+    AccessRules,
     AclChangeRules,
     FilteredKnnRules,
     FusionRules,

@@ -113,14 +113,12 @@ def test_demo_loads_opensearch_in_one_step(
     tmp_path: Path, opensearch_url: str, make_index_name: Callable[[], str]
 ) -> None:
     alias = make_index_name()
-    env = {
-        **_env(tmp_path),
-        "SULI_OPENSEARCH_URL": opensearch_url,
-        "SULI_INDEX_ALIAS": alias,
-        "SULI_ACL_INDEX": f"{alias}-acl",
-    }
+    # The demo keeps to its own alias (suli-demo-items): a shell's SULI_INDEX_ALIAS is not read
+    # (it names the user's own data); the global options before `demo` pick the test's.
+    env = {**_env(tmp_path), "SULI_OPENSEARCH_URL": opensearch_url, "SULI_INDEX_ALIAS": "theirs"}
+    names = ["--index-alias", alias, "--acl-index", f"{alias}-acl"]
     run = subprocess.run(
-        [SULI, "demo", "--backend", "opensearch", "--no-serve"],
+        [SULI, *names, "demo", "--backend", "opensearch", "--no-serve"],
         env=env,
         capture_output=True,
         text=True,
@@ -130,8 +128,9 @@ def test_demo_loads_opensearch_in_one_step(
     tries = run.stderr.split("Try:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     commands = [ln.strip() for ln in tries if ln.strip().startswith(SULI)]
     assert len(commands) == 2 and all("--backend opensearch" in c for c in commands)
-    # As printed, from a shell that has only the alias names (not the URL or the backend).
-    bare = {k: v for k, v in env.items() if k not in ("SULI_OPENSEARCH_URL", "SULI_HOME")}
+    assert all(f"--index-alias {alias} --acl-index {alias}-acl" in c for c in commands)
+    # As printed, from a shell that has none of the store's settings.
+    bare = {k: v for k, v in env.items() if not k.startswith("SULI_")}
     for command in commands:
         ran = subprocess.run(shlex.split(command), env=bare, capture_output=True, text=True)
         assert ran.returncode == 0, (command, ran.stderr)

@@ -82,6 +82,7 @@ def test_modules_and_types_are_named_for_what_they_are(client_pkg: ModuleType) -
         "delete_item",
         "put_board",
         "put_principal",
+        "explain_access",
         "healthz",
         "readyz",
         "metrics",

@@ -122,3 +122,47 @@ def test_using_it_works_after_the_demo(tmp_path: Path) -> None:
     assert any("itm_deploy_checklist" in out for out in outputs.values()), outputs
     ben = next(c for c in commands if "--as prn_ben" in c)
     assert "No results." in outputs[ben]
+    why = next(c for c in commands if c.startswith("suli access") and "--as prn_ben" in c)
+    assert "not visible: board brd_payments lists neither prn_ben" in outputs[why]
+    evaluated = next(c for c in commands if c.startswith("suli eval"))
+    assert "3 queries" in outputs[evaluated]
+
+
+def readme_blocks() -> list[list[str]]:
+    """Every fenced bash block of the README, as its command lines."""
+    blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    return [[ln for ln in b.splitlines() if ln.strip() and not ln.startswith("#")] for b in blocks]
+
+
+# Each README block, by its first command: the test here that runs it as written, or why no
+# test can (every command of every block is still parsed by tests/unit/test_docs.py).
+RUN_BY = {
+    "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/suli demo": (
+        "test_first_command_on_a_fresh_clone"
+    ),
+    "suli --db ~/.local/share/suli/demo.db search deploy checklist --as prn_ana   # the demo's store": (
+        "test_using_it_works_after_the_demo"
+    ),
+}
+NOT_RUN = {
+    "suli cluster up                      # a local OpenSearch node on 127.0.0.1:9200 (--nodes 3 for a cluster)": (
+        "starts a JVM and writes the demo's alias on the node; the demo on OpenSearch runs as "
+        "printed in tests/e2e/test_demo.py::test_demo_loads_opensearch_in_one_step"
+    ),
+    "sudo sysctl -w vm.max_map_count=262144    # OpenSearch needs it on the Docker host (Linux)": (
+        "needs Docker and root; the compose file and its settings: tests/unit/test_deploy_files.py"
+    ),
+    "make test        # everything (starts OpenSearch if SULI_TEST_OPENSEARCH_URL is unset)": (
+        "the test suite itself"
+    ),
+}
+
+
+def test_every_readme_block_is_run_by_a_test_or_says_why_not() -> None:
+    firsts = [block[0] for block in readme_blocks()]
+    assert sorted(firsts) == sorted([*RUN_BY, *NOT_RUN]), firsts
+    for test in RUN_BY.values():
+        assert callable(globals().get(test)), test
+    # The "Using it" test runs the whole block, the access lines included.
+    using = using_it_commands()
+    assert using == readme_blocks()[1] and any(c.startswith("suli access") for c in using)

@@ -101,3 +101,17 @@ def test_a_bad_parameter_is_a_422_page_naming_the_field(
         assert resp.status_code == 422
         assert f"{field}:" in resp.text
         assert 'role="alert"' in resp.text
+
+
+def test_a_refused_date_is_not_counted_as_a_filter_on(
+    client: httpx.Client, service: Service
+) -> None:
+    """The collapsed panel's badge: a date the search refused applied no filter."""
+    signed_in(client, service, "ana")
+    bad = client.get("/?q=deploy&since=2026-02-30")
+    assert bad.status_code == 422 and "since:" in bad.text
+    assert '<span class="active-count active-invalid">date invalid</span>' in bad.text
+    assert " on</span>" not in bad.text
+    good = client.get("/?q=deploy&since=2026-01-01")
+    assert good.status_code == 200
+    assert '<span class="active-count">1 on</span>' in good.text

@@ -86,6 +86,23 @@ def test_the_cli_says_which_setting_to_fix_in_one_line(
         assert secret not in seen
 
 
+OPS = [["status"], ["indices"], ["reindex", "--dry-run"]]
+
+
+@pytest.mark.parametrize("case", ["wrong password", "unknown CA"])
+@pytest.mark.parametrize("args", OPS, ids=lambda a: " ".join(a))
+def test_ops_commands_give_the_same_one_line(
+    case: str, args: list[str], secured_node: SecuredNode, tmp_path: Path
+) -> None:
+    make_env, fix = CASES[case]
+    env = make_env(secured_node, tmp_path) | {"SULI_HOME": str(tmp_path)}
+    result = CliRunner().invoke(cli, args, env=env)
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert fix in lines[0] and "Traceback" not in result.output + result.stderr
+
+
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.usefixtures("wrong_host_resolves")
 def test_the_service_answers_503_and_is_not_ready(
