@@ -34,5 +34,5 @@ def finer_than_needed(shards: int, primary_bytes: int) -> str | None:
         f"{shards} primary shards of {each:.1f} GB each where {want} would do (shards up to "
         f"{PRIMARY_TARGET_BYTES // 1024**3} GB): every search pays per shard; "
         f"`suli reindex --shards {want}` and add replicas for throughput "
-        "(docs/operations.md, \"Shards and replicas\")"
+        '(docs/operations.md, "Shards and replicas")'
     )
