@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from suli.models import BoardAcl, FacetCounts, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -33,20 +33,21 @@ class LegQuery:
     regex: str | None = None  # regex mode: replaces the text leg
     timeout_s: float | None = None
     # Where the text leg starts in its own (score, id) order, for text-mode pages past the
-    # first `depth` matches: skip `text_offset` hits, or start after `text_after` (a Hit.key of
-    # this backend, which wins where the backend gives keys).
+    # first `depth` matches: skip `text_offset` hits; or, on a backend that continues after sort
+    # values, start after the hit whose item id is `text_after` (the previous window's last
+    # hit), whose sort values the backend finds again itself. The caller never holds a score:
+    # BM25 moves with every tenant's documents, so a score in a cursor would count them.
     text_offset: int = 0
-    text_after: tuple[Any, ...] | None = None
+    text_after: str | None = None
 
 
 class Hit:
     """One ranked hit of one leg: only what fusion, the gates, explain and the page read.
 
-    score: BM25 for text, cosine similarity for vector. `key`: the backend's own sort values
-    of a text hit (to continue the leg after it), None when the backend pages by offset.
+    score: BM25 for text, cosine similarity for vector.
     """
 
-    __slots__ = ("id", "key", "outcome", "score", "superseded_by")
+    __slots__ = ("id", "outcome", "score", "superseded_by")
 
     def __init__(
         self,
@@ -54,10 +55,9 @@ class Hit:
         score: float,
         outcome: str | None = None,
         superseded_by: str | None = None,
-        key: tuple[Any, ...] | None = None,
     ) -> None:
         self.id, self.score, self.outcome = item_id, score, outcome
-        self.superseded_by, self.key = superseded_by, key
+        self.superseded_by = superseded_by
 
     def __repr__(self) -> str:
         return f"Hit({self.id!r}, {self.score!r})"
