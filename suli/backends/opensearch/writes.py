@@ -66,7 +66,7 @@ class Writes(Workspaces):
         """Send actions; re-send items failing with 429/5xx; every id ends indexed or rejected.
         Actions are keyed by storage key; the outcome names item ids (keys.split).
         `refresh`: the bulk request's (e.g. "wait_for": answered once searches see it)."""
-        extra = {"refresh": refresh} if refresh else {}
+        extra: dict[str, Any] = {"refresh": refresh} if refresh else {}
         target = index or self.alias
         pending = {a["_id"]: a for a in actions}
         done: list[str] = []
