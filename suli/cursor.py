@@ -5,9 +5,13 @@ principal id, a digest of the normalised search (words, filters, mode, regex) an
 a cursor made for another caller or another search, or edited by hand, is refused. It carries
 no visibility: the page is always computed again under the caller's current visibility.
 
-Past the fused candidates a cursor also carries sort values (`after`): browse's position (the
-last item's last activity and id) and, in text mode, where the text leg's window starts (its
-offset `base` and, on a backend that gives them, the sort values of the hit before it).
+Past the fused candidates a cursor also carries where it continues (`after`): browse's
+position (the last item's last activity and id) and, in text mode, where the text leg's window
+starts (its offset `base` and the id of the hit before it). Never an engine score: BM25 moves
+with every tenant's documents (a shared index's statistics, or an invisible board's), so a
+score would let the caller count the documents holding its words; the backend finds the hit's
+sort values again itself (LegQuery.text_after). A cursor's bytes depend only on what the
+caller sees.
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ def _unb64(text: str) -> bytes:
 
 @dataclass(frozen=True)
 class Position:
-    """Where a page starts: `offset` in the answer's list; `after`: sort values to continue
-    from (None: the offset alone); `base`: the offset where `after`'s run of results starts."""
+    """Where a page starts: `offset` in the answer's list; `after`: what to continue after
+    (browse: the last item's last activity and id; text mode: [the id of the text hit before
+    the window]; None: the offset alone); `base`: the offset where `after`'s run starts."""
 
     offset: int
     after: list[Any] | None = None
@@ -66,7 +71,7 @@ TOO_DEEP = f"page: a page number reaches only the first {MAX_FROM:,} results; fo
 @dataclass(frozen=True)
 class Window:
     """The run of text-leg hits a text-mode page is ranked in: `size` hits from position
-    `base`, after the backend's sort values `after` of the hit before it (None: by offset)."""
+    `base`, after the hit whose id is `after[0]` (None: by offset alone)."""
 
     size: int
     base: int = 0

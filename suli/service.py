@@ -333,8 +333,8 @@ class Searcher:
             text_fields="plain" if only_common_words(text) else "stemmed",
             regex=req.regex,
             timeout_s=deadline.remaining(),
-            text_offset=window.base if window.after is None and not window.too_deep else 0,
-            text_after=None if window.after is None else tuple(window.after),
+            text_offset=0 if window.too_deep else window.base,
+            text_after=None if window.after is None else str(window.after[0]),
             # A page found by number past MAX_FROM is checked against an exact count.
             count_to=None if req.exact_total or window.too_deep else s.total_count_limit,
         )
@@ -472,8 +472,9 @@ class Searcher:
             and len(legs.text) >= query.depth
             and (end < total or relation == "gte")
         ):
-            last = legs.text[-1].key  # the next window starts after this window's last hit
-            nxt = Position(end, None if last is None else list(last), end)
+            # The next window starts after this window's last hit, named by its id alone
+            # (LegQuery.text_after: a cursor never carries a score).
+            nxt = Position(end, [legs.text[-1].id], end)
         cursor = self.cursor_at(vis.principal_id, req, nxt) if nxt is not None else None
         reach = len(listed) if req.mode != "text" or prefer else None
         limit = reach if reach is not None and reach < total else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from suli.models import BoardAcl, FacetCounts, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -33,10 +33,12 @@ class LegQuery:
     regex: str | None = None  # regex mode: replaces the text leg
     timeout_s: float | None = None
     # Where the text leg starts in its own (score, id) order, for text-mode pages past the
-    # first `depth` matches: skip `text_offset` hits, or start after `text_after` (a Hit.key of
-    # this backend, which wins where the backend gives keys).
+    # first `depth` matches: skip `text_offset` hits; or, on a backend that continues after sort
+    # values, start after the hit whose item id is `text_after` (the previous window's last
+    # hit), whose sort values the backend finds again itself. The caller never holds a score:
+    # BM25 moves with every tenant's documents, so a score in a cursor would count them.
     text_offset: int = 0
-    text_after: tuple[Any, ...] | None = None
+    text_after: str | None = None
     # Count the text leg's matches up to this many (None: all of them, exactly). Past it the
     # count is a lower bound (LegResults.text_total_exact False) and the engine may skip
     # documents that cannot reach the top `depth`, as Elasticsearch's track_total_hits does.
@@ -46,13 +48,12 @@ class LegQuery:
 class Hit:
     """One ranked hit of one leg: only what fusion, the gates, explain and the page read.
 
-    score: BM25 for text, cosine similarity for vector. `key`: the backend's own sort values
-    of a text hit (to continue the leg after it), None when the backend pages by offset.
-    `index`: the physical index the hit was found in, where the backend has several (the
-    page is then read from it by id), else None.
+    score: BM25 for text, cosine similarity for vector. `index`: the physical index the hit
+    was found in, where the backend has several (the page is then read from it by id), else
+    None.
     """
 
-    __slots__ = ("id", "index", "key", "outcome", "score", "superseded_by")
+    __slots__ = ("id", "index", "outcome", "score", "superseded_by")
 
     def __init__(
         self,
@@ -60,11 +61,10 @@ class Hit:
         score: float,
         outcome: str | None = None,
         superseded_by: str | None = None,
-        key: tuple[Any, ...] | None = None,
         index: str | None = None,
     ) -> None:
         self.id, self.score, self.outcome = item_id, score, outcome
-        self.superseded_by, self.key, self.index = superseded_by, key, index
+        self.superseded_by, self.index = superseded_by, index
 
     def __repr__(self) -> str:
         return f"Hit({self.id!r}, {self.score!r})"

@@ -4,7 +4,7 @@ responses are read and written by suli.backends.opensearch_docs."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC
 from typing import Any, Literal
 
@@ -284,8 +284,12 @@ def _lean(size: int) -> dict[str, Any]:
     }
 
 
-def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
-    """BM25 over title, body, caption, path and tags; user text goes in as plain words only."""
+def text_leg(
+    q: LegQuery, form: TextForm = TEXT_FORM, after: Sequence[Any] | None = None
+) -> dict[str, Any]:
+    """BM25 over title, body, caption, path and tags; user text goes in as plain words only.
+
+    It starts after the sort values `after` (text_anchor's hit's), else at `q.text_offset`."""
     assert q.text is not None
     body = {
         **_lean(q.depth),
@@ -297,10 +301,21 @@ def text_leg(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
         },
         "sort": TEXT_SORT,
     }
-    if q.text_after is not None:
-        body["search_after"] = list(q.text_after)
+    if after is not None:
+        body["search_after"] = list(after)
     elif q.text_offset:
         body["from"] = q.text_offset
+    return body
+
+
+def text_anchor(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+    """The text leg narrowed to the hit it continues after (`q.text_after`, an item id): its
+    sort values, as the engine scores it now, are where the leg's window starts. They are
+    found here rather than carried by the cursor: a score moves with every tenant's
+    documents, so a cursor holding one would tell the caller how many hold its words."""
+    assert q.text_after is not None
+    body = text_leg(replace(q, depth=1, text_offset=0), form)
+    body["query"]["bool"]["filter"].append({"term": {"id": q.text_after}})
     return body
 
 

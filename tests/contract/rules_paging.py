@@ -17,7 +17,7 @@ import pytest
 from suli.backends.base import Backend, LegQuery, LegResults, Page, PageQuery
 from suli.service import Searcher
 
-from .helpers import T0, MakeSearcher, World, acl, item, principal
+from .helpers import OTHER_WS, T0, WS, MakeSearcher, World, acl, item, principal
 
 # 14 "quokka" items: 8 workspace-wide, 6 on brd_q (prn_a's board); days repeat so browse has
 # ties, which go by id.
@@ -123,6 +123,54 @@ class PagingRules:
         assert {a.paging_limit for a in answers} == {first.paging_limit}
         wide = shelf.with_settings(candidate_depth=100)
         assert wide.search("prn_a", "quokka").paging_limit is None  # reaches every match
+
+    @pytest.mark.parametrize("isolated", [False, True])
+    def test_a_cursor_is_the_same_bytes_whatever_the_caller_cannot_see(
+        self, make_searcher: MakeSearcher, isolated: bool
+    ) -> None:
+        """A cursor carries no engine score: BM25 counts every document of the index (another
+        workspace's, or an invisible board's even when workspaces are isolated), so a score in
+        the cursor told the caller how many of them hold its words (#33)."""
+        # Equal scores (same words, same lengths): the caller's order is by id whatever the
+        # statistics, so only a score in the cursor could change its bytes.
+        mine = [item(f"itm_m{n:02}", f"Quokka note {n:02}", "quokka") for n in range(12)]
+        w = make_searcher(
+            mine,
+            [principal("prn_a")],
+            [acl("brd_secret", members=["prn_nobody"])],
+            candidate_depth=DEPTH,
+            isolate_workspaces=isolated,
+        )
+        seen, answers = _walk(w, "quokka", 2, mode="text")
+        assert seen == [it.id for it in mine] and len(answers) == 6  # three windows of DEPTH
+        cursors = [a.next for a in answers]
+        theirs = [
+            item(f"itm_x{n:02}", "Quokka", "quokka " * (1 + n % 5), workspace=OTHER_WS)
+            for n in range(10)
+        ]
+        hidden = [
+            item(f"itm_h{n:02}", "Quokka quokka", "quokka", board="brd_secret") for n in range(10)
+        ]
+        for more in (theirs, hidden):
+            w.load(more)
+            again, answers = _walk(w, "quokka", 2, mode="text")
+            assert again == seen
+            assert [a.next for a in answers] == cursors  # byte for byte
+
+    def test_a_cursor_whose_window_start_is_gone_still_pages(
+        self, make_searcher: MakeSearcher
+    ) -> None:
+        """The next text window starts after the last hit of the one before; deleted, that hit
+        cannot be found again, and the window starts at its offset instead of failing."""
+        mine = [item(f"itm_m{n:02}", f"Quokka note {n:02}", "quokka") for n in range(12)]
+        w = make_searcher(mine, [principal("prn_a")], candidate_depth=DEPTH)
+        first = w.search("prn_a", "quokka", mode="text", limit=DEPTH)
+        assert [r.id for r in first.results] == [it.id for it in mine[:DEPTH]]
+        w.backend.delete(WS, [mine[DEPTH - 1].id])  # the hit the next window starts after
+        w.refresh()
+        nxt = w.search("prn_a", "quokka", mode="text", limit=DEPTH, cursor=first.next)
+        assert nxt.offset == DEPTH and len(nxt.results) == DEPTH
+        assert not {r.id for r in nxt.results} & {r.id for r in first.results}
 
     @pytest.mark.parametrize("mode", ["text", "hybrid"])
     def test_a_page_never_shows_an_item_made_invisible_after_the_legs(

@@ -114,3 +114,33 @@ class TypoRules:
         assert facet_dict(crowded.facets("prn_a", Filters())) == facet_dict(
             alone.facets("prn_a", Filters())
         )
+
+    @pytest.mark.parametrize("where", ["another workspace", "an invisible board"])
+    def test_a_crowd_of_invisible_near_misses_never_crowds_out_a_visible_correction(
+        self, make_searcher: MakeSearcher, where: str
+    ) -> None:
+        """DESIGN 3.12 (#33): candidates are checked for visibility before any cap. Here 64
+        near-misses the caller cannot see sort before the visible word (as near, earlier
+        alphabetically); the typo is not the last word, so only its correction (not the last
+        word's prefix) can find the visible item."""
+        typo, right = "quizzicla", "quizzical"  # one swap apart
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        edits = {typo[:i] + ch + typo[i + 1 :] for i in range(1, len(typo)) for ch in letters}
+        edits |= {typo[:i] + ch + typo[i:] for i in range(1, len(typo) + 1) for ch in letters}
+        near = sorted(w for w in edits if w < right and w != typo)[:64]  # one edit, sort first
+        assert len(near) == 64
+        mine = [
+            item("itm_vis", "Quizzical ledger", "A quizzical look at the books."),
+            item("itm_other", "Plain notes", "Nothing near the word."),
+        ]
+        if where == "another workspace":
+            crowd = [item(f"itm_c{n:02}", w, w, workspace=OTHER_WS) for n, w in enumerate(near)]
+        else:
+            crowd = [item(f"itm_c{n:02}", w, w, board="brd_secret") for n, w in enumerate(near)]
+        w = make_searcher(
+            [*mine, *crowd], [principal("prn_a")], [acl("brd_secret", members=["prn_s"])]
+        )
+        for query in (f"{typo} zyxwv", f"zyxwv {typo} qqqqq"):
+            got = w.search("prn_a", query, mode="text", limit=25)
+            assert [r.id for r in got.results] == ["itm_vis"], query
+            assert got.total == 1

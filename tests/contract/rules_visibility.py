@@ -288,6 +288,31 @@ class AclChangeRules:
         assert sees() == (False,) * 4
         assert w.backend.count() == count  # nothing was reindexed
 
+    def test_a_delete_is_gone_from_every_read_once_it_is_answered(
+        self, make_searcher: MakeSearcher
+    ) -> None:
+        """A delete is often a takedown (#33): once answered, no search, browse, get, count or
+        facet finds the item, with no refresh in between."""
+        w = make_searcher(
+            [
+                item("itm_gone", "Zebra takedown notice", tags=["takedown"]),
+                item("itm_stays", "Zebra field notes"),
+            ],
+            [principal("prn_p")],
+        )
+        assert "itm_gone" in w.ids("prn_p", "zebra")
+        out = w.backend.delete(WS, ["itm_gone"])
+        assert out.indexed == ("itm_gone",)
+        # No refresh: every read below runs right after the delete is answered.
+        for mode in ("text", "hybrid", "vector"):
+            resp = w.search("prn_p", "zebra takedown", mode=mode, limit=25)
+            assert "itm_gone" not in [r.id for r in resp.results], mode
+        assert w.search("prn_p", "zebra", mode="text").total == 1
+        assert w.ids("prn_p") == ["itm_stays"]  # browse
+        assert "tag" not in facet_dict(w.facets("prn_p"))
+        with pytest.raises(NotFound):
+            w.get("prn_p", "itm_gone")
+
     def test_a_session_reads_the_tokens_principal_and_current_acls(
         self, make_searcher: MakeSearcher
     ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 from uuid import uuid4
 
@@ -53,8 +54,10 @@ class TestOpenSearchContract(BackendContract):
 
         yield make
         names = [n for b in made for n in (b.current_index(), b.acl_index) if n]
-        if names:  # one request: each index deletion is a cluster-state update
-            os_client.indices.delete(index=",".join(names), ignore=[404])
+        # Few requests (each index deletion is a cluster-state update), each URL within the
+        # node's 4,096-byte request line.
+        for start in range(0, len(names), 40):
+            os_client.indices.delete(index=",".join(names[start : start + 40]), ignore=[404])
         for backend in made:
             backend.close()
 
@@ -110,3 +113,43 @@ def test_a_token_without_a_recorded_workspace_still_gets_its_acls(
     finally:
         os_client.indices.delete(index=f"{name}*", ignore=[404])
         backend.close()
+
+
+def test_the_text_leg_continues_after_a_hit_named_by_id(
+    opensearch_url: str, os_client: OpenSearch
+) -> None:
+    """A text window past the first names the hit it continues after by id (never a score,
+    #33); the backend finds that hit's sort values again, under the caller's visibility. Gone
+    (deleted, invisible), the window starts at its offset, or, past the 10,000 hits an offset
+    reaches, the caller is asked to start again."""
+    from suli.errors import InvalidInput
+
+    name = f"test-{uuid4().hex}"
+    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
+    emb = KeyedEmbedder()
+    world = World(OpenSearchBackend(settings, emb.dimension, emb.name), emb, settings, lambda: None)
+    world.refresh = world.backend.refresh
+    try:
+        world.backend.ensure_ready()  # type: ignore[attr-defined]
+        mine = [item(f"itm_{n}", "Quokka", "quokka " * (1 + n)) for n in range(6)]
+        secret = item("itm_secret", "Quokka", "quokka", board="brd_secret")
+        world.load([*mine, secret], [principal("prn_a")])
+        vis = Visibility(WS, "prn_a", frozenset())
+        leg = LegQuery(vis, Filters(), "quokka", None, 2)
+        order = [h.id for h in world.backend.search(replace(leg, depth=10)).text]
+        assert len(order) == len(mine) and "itm_secret" not in order
+
+        def window(**at: Any) -> list[str]:
+            return [h.id for h in world.backend.search(replace(leg, **at)).text]
+
+        assert window(text_offset=2, text_after=order[1]) == order[2:4]
+        assert window(text_offset=3, text_after=order[1]) == order[2:4]  # the id decides
+        # Gone, or never the caller's to see: from the offset instead.
+        assert window(text_offset=3, text_after="itm_secret") == order[3:5]
+        assert window(text_offset=3, text_after="itm_nowhere") == order[3:5]
+        with pytest.raises(InvalidInput) as deep:
+            window(text_offset=9_999, text_after="itm_nowhere")
+        assert deep.value.field == "cursor"
+    finally:
+        os_client.indices.delete(index=f"{name}*", ignore=[404])
+        world.backend.close()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import opensearchpy
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -141,6 +142,57 @@ def test_the_indexer_role_writes_items_but_no_acl_nor_index(prepared: Prepared) 
     )
     with pytest.raises(BackendUnavailable, match=r"403.*indices:admin/create"):
         fresh.ensure_ready()  # making Suli's indices is the admin's
+
+
+def test_only_the_admin_role_changes_an_alias(prepared: Prepared) -> None:
+    """#33: the plugin checks an `_aliases` action against its indices, not the alias name, so
+    a role that may alias its own `<alias>-ws-*` index could put it behind the live alias (as
+    the write index: every write, and half of every read, then went there). Alias changes and
+    index creation are the admin's; the indexer still writes into a workspace's index."""
+    alias = prepared.names[0]
+    admin = prepared.node.admin_client()
+    before = live_index(admin, alias)
+    own = f"{alias}-ws-planted"
+    admin.indices.create(index=own)  # an index the indexer's patterns cover
+    indexer = prepared.backend("suli-indexer").client
+    moves = [
+        {"add": {"index": own, "alias": alias, "is_write_index": True}},
+        {"add": {"index": own, "alias": alias}},
+        {"remove": {"index": before, "alias": alias}},
+    ]
+    for move in moves:
+        with pytest.raises(opensearchpy.AuthorizationException):
+            indexer.indices.update_aliases(body={"actions": [move]})
+    with pytest.raises(opensearchpy.AuthorizationException):
+        indexer.indices.put_alias(index=own, name=alias)
+    with pytest.raises(opensearchpy.AuthorizationException):  # made with the alias at once
+        indexer.indices.create(index=f"{alias}-ws-made", body={"aliases": {alias: {}}})
+    assert admin.indices.get_alias(name=alias) == {before: {"aliases": {alias: {}}}}
+    assert not admin.indices.exists(index=f"{alias}-ws-made")
+    admin.close()
+
+
+def test_an_isolated_workspaces_index_is_made_by_the_admin_then_written_by_the_indexer(
+    prepared: Prepared,
+) -> None:
+    def isolated(user: str) -> OpenSearchBackend:
+        settings = prepared.node.settings(
+            user, prepared.names, home=prepared.tmp, isolate_workspaces=True
+        )
+        return OpenSearchBackend(settings, EMB.dimension, EMB.name)
+
+    first, later = (Item(f"itm_ws_{n}", "ws_isolated", f"Okapi note {n}") for n in (1, 2))
+    vec = EMB.embed_documents([first.embed_text()])[0]
+    indexer = isolated("suli-indexer")
+    with pytest.raises(BackendUnavailable) as refused:
+        indexer.upsert([(first, vec)])
+    line = refused.value.message
+    assert "403" in line and "'ws_isolated'" in line and "admin" in line, line
+    assert not isolated("suli-admin").upsert([(first, vec)]).rejected  # makes its index
+    assert not indexer.upsert([(later, vec)]).rejected  # into the index that now exists
+    indexer.refresh()
+    stored = {it.id for it in isolated("suli-admin").for_workspace("ws_isolated").all_items()}
+    assert stored == {first.id, later.id}
 
 
 def test_reindex_and_rollback_work_with_the_admin_role(prepared: Prepared) -> None:

@@ -185,8 +185,19 @@ def test_text_leg_continues_after_sort_values_or_an_offset() -> None:
     ]
     assert "search_after" not in b.text_leg(q) and "from" not in b.text_leg(q)
     assert b.text_leg(replace(q, text_offset=200))["from"] == 200
-    after = b.text_leg(replace(q, text_offset=200, text_after=(1.5, "itm_9")))
+    after = b.text_leg(replace(q, text_offset=200, text_after="itm_9"), after=(1.5, "itm_9"))
     assert after["search_after"] == [1.5, "itm_9"] and "from" not in after
+
+
+def test_the_anchor_is_the_text_leg_narrowed_to_the_hit_it_continues_after() -> None:
+    q = LegQuery(VIS, FILTERS, "deploy", None, 100, text_offset=200, text_after="itm_9")
+    anchor = b.text_anchor(q)
+    leg = b.text_leg(q)
+    assert anchor["size"] == 1 and "from" not in anchor and "search_after" not in anchor
+    assert anchor["sort"] == leg["sort"]  # its sort values are the leg's own
+    assert anchor["query"]["bool"]["must"] == leg["query"]["bool"]["must"]
+    filters = anchor["query"]["bool"]["filter"]  # visibility and filters kept, then the id
+    assert filters == [*leg["query"]["bool"]["filter"], {"term": {"id": "itm_9"}}]
 
 
 def test_page_fetch_reads_the_page_under_visibility_and_filters_with_highlights() -> None:

@@ -58,6 +58,60 @@ def test_tampering_or_another_secret_is_refused() -> None:
         cursor.read(b"t" * 32, made, "prn_a", req)
 
 
+def _refused(made: str, req: object) -> bool:
+    try:
+        cursor.read_position(SECRET, made, "prn_a", req)  # type: ignore[arg-type]
+    except InvalidInput as e:
+        return e.field == "cursor"
+    return False
+
+
+def _flipped(data: bytes) -> list[bytes]:
+    """data with one bit changed, for every bit."""
+    return [
+        data[:i] + bytes([data[i] ^ (1 << bit)]) + data[i + 1 :]
+        for i in range(len(data))
+        for bit in range(8)
+    ]
+
+
+MINTED = [
+    cursor.Position(10),
+    cursor.Position(14, ["itm_9"], 12),  # a text window's start
+    cursor.Position(3, ["2026-01-15T12:00:00+00:00", "itm_2"], 3),  # browse's
+]
+
+
+@pytest.mark.parametrize("at", MINTED)
+def test_an_empty_or_cut_signature_is_refused(at: cursor.Position) -> None:
+    req = search_request("deploy")
+    made = cursor.make(SECRET, "prn_a", req, at)
+    assert cursor.read_position(SECRET, made, "prn_a", req) == at
+    body, sig = made.split(".")
+    mac = cursor._unb64(sig)
+    # `payload.` with nothing after the dot, then every shorter prefix of the right signature
+    cut = [f"{body}.{cursor._b64(mac[:n])}" for n in range(len(mac))]
+    assert cut[0] == f"{body}."
+    assert [c for c in cut if not _refused(c, req)] == []
+    assert _refused(f".{sig}", req) and _refused(".", req)
+
+
+@pytest.mark.parametrize("at", MINTED)
+def test_a_cursor_with_any_bit_changed_anywhere_is_refused(at: cursor.Position) -> None:
+    req = search_request("deploy")
+    made = cursor.make(SECRET, "prn_a", req, at)
+    body, sig = made.split(".")
+    payload, mac = cursor._unb64(body), cursor._unb64(sig)
+    # every bit of the cursor's text, and every bit of the bytes it spells (spelt canonically,
+    # so only the signature stands between them and a page)
+    text = made.encode()
+    others = [t.decode("latin-1") for t in _flipped(text)]
+    others += [f"{cursor._b64(p)}.{sig}" for p in _flipped(payload)]
+    others += [f"{body}.{cursor._b64(m)}" for m in _flipped(mac)]
+    assert len(others) == 8 * (len(text) + len(payload) + len(mac))
+    assert [o for o in others if not _refused(o, req)] == []
+
+
 def test_the_secret_is_made_once_kept_private_and_reused(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", embedder="fake")
     first = cursor.secret_for(settings)

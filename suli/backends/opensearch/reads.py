@@ -31,6 +31,7 @@ from suli.backends.base import (
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
 from suli.backends.opensearch.indices import KEYED_SINCE
 from suli.backends.opensearch.workspaces import Workspaces
+from suli.cursor import MAX_FROM
 from suli.errors import BackendUnavailable, InvalidInput, SuliError
 from suli.models import Filters, Item
 from suli.visibility import Visibility, can_see, visibility_for
@@ -45,7 +46,7 @@ class Reads(Workspaces):
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
-            text_body = bodies.text_leg(query, self.text_form)
+            text_body = bodies.text_leg(query, self.text_form, self._anchor(query))
             # Count the matches, not just the `depth` returned: all of them when the answer's
             # `total` must be exact, else up to count_to (a lower bound past it, and the
             # engine may skip what cannot reach the top: no exhaustive scoring).
@@ -147,11 +148,10 @@ class Reads(Workspaces):
                 item_id = f["id"][0]
                 if leg == "vector":
                     score = docs.cosine_from_score(float(h["_score"] or 0.0))
-                    key = None
                 else:  # sorted by (score, id): the score is the first sort value
-                    score, key = float(h["sort"][0]), tuple(h["sort"])
+                    score = float(h["sort"][0])
                 outcome, replaced = (f.get(n, [None])[0] for n in ("outcome", "superseded_by"))
-                out[leg].append(Hit(item_id, score, outcome, replaced, key, h.get("_index")))
+                out[leg].append(Hit(item_id, score, outcome, replaced, h.get("_index")))
         # Equal scores come back in Lucene doc-id order, which segment merges renumber, so
         # any write (another workspace's too) could reorder them: ties go by item id instead
         # (bench/term_stats.py: without this, 57-85 % of orders moved where scores moved 7 %).
@@ -174,6 +174,26 @@ class Reads(Workspaces):
             session=session,
             by_token=by_token,
         )
+
+    def _anchor(self, query: LegQuery) -> list[Any] | None:
+        """The sort values the text leg continues after: those of the hit `text_after` names,
+        as the engine scores it now (bodies.text_anchor; one small search, only for a text-mode
+        window past the first). None: start at `text_offset` instead, as when that hit is gone
+        (deleted, or no longer visible to the caller or matching the search)."""
+        if query.text is None or query.text_after is None:
+            return None
+        index = self.items_index(query.vis.workspace)
+        body = bodies.text_anchor(query, self.text_form)
+        r = self._search(body, "search", index, query.timeout_s, missing_ok=self.isolated)
+        hits = r["hits"]["hits"]
+        if hits:
+            return list(hits[0]["sort"])
+        if query.text_offset + query.depth > MAX_FROM:  # past what an offset reaches
+            raise InvalidInput(
+                "cursor: the result this page continued from is gone; start again from page 1",
+                "cursor",
+            )
+        return None
 
     def page(self, query: PageQuery) -> Page:
         """One `_msearch`: the page (visibility and filters applied again; its text hits

@@ -8,12 +8,14 @@ secured cluster"):
                   (alias, mapping, ACL fields, visibility documents) read only, once the
                   admin has created the indices; a search reads the caller's visibility
                   document from the ACL index inside the request (terms lookup).
-    suli_indexer  `suli index`, `suli delete`, the ingestion endpoints: writes items (and
-                  makes a workspace's own index on its first write when
-                  SULI_ISOLATE_WORKSPACES is on); reads the ACL index; writes no ACL.
+    suli_indexer  `suli index`, `suli delete`, the ingestion endpoints: writes items into
+                  indices that exist; reads the ACL index; writes no ACL, makes no index and
+                  changes no alias.
     suli_admin    ACLs, principals, tokens (and the visibility documents those writes
-                  update), index creation, `suli reindex` (copy, alias swap, rollback, old
-                  index removal): everything on Suli's indices, nothing on any other.
+                  update), index creation (with SULI_ISOLATE_WORKSPACES, a workspace's own
+                  index on its first write), `suli reindex` (copy, alias swap, rollback, old
+                  index removal), every alias change: everything on Suli's indices, nothing
+                  on any other.
 
 The bodies are the security REST API's (PUT _plugins/_security/api/roles/<name>);
 `roles_yml` renders the same as the plugin's roles.yml.
@@ -73,11 +75,11 @@ def definitions(alias: str = "suli-items", acl_index: str = "suli-acl") -> dict[
                     "index_patterns": items,
                     "allowed_actions": [*read, "indices:data/write*", "indices:admin/refresh*"],
                 },
-                {
-                    # An isolated workspace's index is made, with its alias, on first write.
-                    "index_patterns": [f"{alias}-ws-*"],
-                    "allowed_actions": ["indices:admin/create", "indices:admin/aliases"],
-                },
+                # No index creation and no alias change (#33): the security plugin checks an
+                # `_aliases` action against its indices, never the alias name, so a role that
+                # may make an isolated workspace's index with its alias (`<alias>-ws-*`) may
+                # also put that index behind the live alias, even as its write index. An
+                # isolated workspace's index is made by the admin role (its first write).
                 # Refresh: a write is made searchable with one refresh of the alias and the
                 # ACL index together (it changes no document of either).
                 {"index_patterns": acl, "allowed_actions": [*read, "indices:admin/refresh*"]},

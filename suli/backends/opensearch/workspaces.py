@@ -123,7 +123,9 @@ class Workspaces(Indices):
             body["aliases"] = {name: {}}  # made with the index, in one step
             index = f"{name}-v{mappings.mapping_version()}-{FIRST_STAMP}"
             try:
-                wrap(lambda: self.client.indices.create(index=index, body=body), "create index")
+                # The admin role's (roles.py): the indexer's refusal names what to do.
+                what = f"making workspace {workspace!r}'s own index, an admin's write"
+                wrap(lambda: self.client.indices.create(index=index, body=body), what)
             except opensearchpy.RequestError as e:  # made concurrently: fine
                 if "resource_already_exists" not in str(e):
                     raise

@@ -60,9 +60,13 @@ class Writes(Workspaces):
             reraise=True,
         )
 
-    def _bulk(self, actions: list[dict[str, Any]], index: str | None = None) -> BulkOutcome:
+    def _bulk(
+        self, actions: list[dict[str, Any]], index: str | None = None, refresh: str | None = None
+    ) -> BulkOutcome:
         """Send actions; re-send items failing with 429/5xx; every id ends indexed or rejected.
-        Actions are keyed by storage key; the outcome names item ids (keys.split)."""
+        Actions are keyed by storage key; the outcome names item ids (keys.split).
+        `refresh`: the bulk request's (e.g. "wait_for": answered once searches see it)."""
+        extra: dict[str, Any] = {"refresh": refresh} if refresh else {}
         target = index or self.alias
         pending = {a["_id"]: a for a in actions}
         done: list[str] = []
@@ -96,6 +100,7 @@ class Writes(Workspaces):
                             request_timeout=self.settings.opensearch_bulk_timeout_s,
                             raise_on_error=False,
                             raise_on_exception=False,
+                            **extra,
                         )
                     )
                     # streaming_bulk swallows connection errors per chunk: surface them here.
@@ -232,22 +237,27 @@ class Writes(Workspaces):
         wanted = list(dict.fromkeys(ids))
         if self.isolated and not self._workspace_ready(workspace, create=False):
             return BulkOutcome(indexed=(), rejected={}, retries=0, missing=tuple(wanted))
+        # A delete is often a takedown: answered only once no search, get or count finds the
+        # item any more (without it, up to a refresh interval later), as ACL writes are.
         return self._bulk_routed(
-            [{"_op_type": "delete", "_id": keys.key(workspace, i)} for i in wanted]
+            [{"_op_type": "delete", "_id": keys.key(workspace, i)} for i in wanted],
+            refresh="wait_for",
         )
 
-    def _bulk_routed(self, actions: list[dict[str, Any]]) -> BulkOutcome:
+    def _bulk_routed(
+        self, actions: list[dict[str, Any]], refresh: str | None = None
+    ) -> BulkOutcome:
         """Actions into the live index; isolated, each into its workspace's (made on the
         workspace's first write), the outcomes joined."""
         if not self.isolated:
-            return self._bulk(actions)
+            return self._bulk(actions, refresh=refresh)
         by_workspace: dict[str, list[dict[str, Any]]] = {}
         for a in actions:
             by_workspace.setdefault(keys.split(a["_id"])[0], []).append(a)
         parts = []
         for workspace, group in by_workspace.items():
             self._workspace_ready(workspace, create=True)
-            parts.append(self._bulk(group, self.items_index(workspace)))
+            parts.append(self._bulk(group, self.items_index(workspace), refresh))
         return BulkOutcome(
             indexed=tuple(i for p in parts for i in p.indexed),
             rejected={k: v for p in parts for k, v in p.rejected.items()},
