@@ -617,16 +617,16 @@ class EmbeddedBackend:
                 cond = tm.condition(match.text_fields)
             gen = self._generation(c)
 
-            def count(f: Filters) -> Facets:
-                where, params = q.where(vis, f, match.regex if match else None)
-                if match is not None:
-                    where, params = q.match_where(where, params, match, cond)
+            def count(f: Filters, m: MatchSet | None) -> Facets:
+                where, params = q.where(vis, f, m.regex if m else None)
+                if m is not None:
+                    where, params = q.match_where(where, params, m, cond)
                 return self._cache.facets(
                     gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
                 )
 
             # disjunctive() copies the lists: the cached ones are shared by later calls.
-            return disjunctive(filters, cap, count)
+            return disjunctive(filters, cap, match, count)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         where, params = q.where(vis, Filters())

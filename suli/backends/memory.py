@@ -221,7 +221,12 @@ class MemoryBackend:
                 top = sims[: query.depth]
                 vector = tuple(_hit(it, s) for s, it in top)
                 if query.text is not None:
-                    words = frozenset(it.id for _, it in top if _text_score(it, qwords) > 0)
+                    # The text leg's own match (typos included): what `total` counts.
+                    words = frozenset(
+                        it.id
+                        for _, it in top
+                        if _match_score(it, query.text, query.text_fields) > 0
+                    )
         return LegResults(text, vector, errors, {}, total, word_matches=words)
 
     def page(self, query: PageQuery) -> Page:
@@ -275,7 +280,7 @@ class MemoryBackend:
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
-        return disjunctive(filters, cap, lambda f: self._facet_counts(vis, f, match, cap))
+        return disjunctive(filters, cap, match, lambda f, m: self._facet_counts(vis, f, m, cap))
 
     def _facet_counts(
         self, vis: Visibility, filters: Filters, match: MatchSet | None, cap: int

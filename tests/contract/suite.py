@@ -22,6 +22,7 @@ from suli.models import Principal
 from .helpers import OTHER_WS, WS, MakeSearcher, acl, principal
 from .rules_answers import AnswerRules
 from .rules_bounded import BoundedWorkRules
+from .rules_facet_meaning import FacetMeaningRules
 from .rules_facets import FacetRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_paging import PagingRules
@@ -138,6 +139,7 @@ class ItemIndexContract(
     PagingRules,
     TypoRules,
     FacetRules,
+    FacetMeaningRules,
 ):
     """The search rules over an ItemIndex; subclasses override `make_searcher` (class scope:
     worlds are shared read-only)."""
