@@ -199,9 +199,7 @@ class MemoryBackend:
         pool = self._visible(query.vis, query.filters, query.regex)
         text: tuple[Hit, ...] = ()
         total: int | None = None
-        qwords: list[str] = []
         if query.text is not None:
-            qwords = _query_words(query.text, query.text_fields)
             scored = [(_match_score(it, query.text, query.text_fields), it) for it in pool]
             matched = sorted(((s, it) for s, it in scored if s > 0), key=lambda p: (-p[0], p[1].id))
             total = len(matched)
