@@ -15,7 +15,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from rapidfuzz.distance import OSA
@@ -355,7 +355,9 @@ class MemoryBackend:
                     continue
                 else:
                     vector = tuple(float(x) for x in vec)
-                self._items[key] = _Stored(item, vector, ehash)
+                # Binaries keep no body, as in the other stores (DESIGN 1: not text).
+                kept = replace(item, body="") if item.is_binary else item
+                self._items[key] = _Stored(kept, vector, ehash)
                 indexed.append(item.id)
         return BulkOutcome(indexed=tuple(indexed), rejected=rejected)
 

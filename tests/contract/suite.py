@@ -21,6 +21,7 @@ from suli.models import Principal
 
 from .helpers import OTHER_WS, WS, MakeSearcher, acl, principal
 from .rules_answers import AnswerRules
+from .rules_binaries import BinaryRules
 from .rules_bounded import BoundedWorkRules
 from .rules_facet_meaning import FacetMeaningRules
 from .rules_facets import FacetRules
@@ -140,6 +141,7 @@ class ItemIndexContract(
     TypoRules,
     FacetRules,
     FacetMeaningRules,
+    BinaryRules,
 ):
     """The search rules over an ItemIndex; subclasses override `make_searcher` (class scope:
     worlds are shared read-only)."""

@@ -115,11 +115,3 @@ def test_each_facet_counts_under_every_filter_but_its_own(n: int) -> None:
     invisible = {it["id"] for it in raw if not oracle.sees(person, o_acls, it)}
     shown = {r.id for r in world.search(who, query, mode="text", limit=25, **params).results}
     assert not shown & invisible
-
-
-def test_a_ticked_facet_counts_each_value_as_its_search_totals_in_memory() -> None:
-    """tests/contract/rules_facet_meaning.py on the in-memory backend (the unit tier's)."""
-    from contract import rules_facet_meaning as meaning
-
-    world = memory_world(embedder=meaning.IdEmbedder())
-    meaning.run(world, meaning.EXAMPLES["memory"])
