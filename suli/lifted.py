@@ -114,10 +114,11 @@ def lifted_meaning(filters: Filters, regex: str | None, gates: Gates, reads: Rea
         if "vector" in legs.errors:
             continue
         hits = list(legs.vector)
-        values = _values_of(name, hits, reads)
+        # A hit below the floor is kept under no value's gates: its values are not read.
+        values = _values_of(name, [h for h in hits if h.score >= gates.floor], reads)
         groups: dict[str, list[Hit]] = {}
         for h in hits:
-            for v in sorted(values[h.id]):
+            for v in sorted(values.get(h.id, ())):
                 groups.setdefault(v, []).append(h)
         kept = {v: gates.kept(g) for v, g in groups.items()}
         last = hits[-1].score if hits and len(hits) >= gates.depth else None
