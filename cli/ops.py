@@ -121,7 +121,9 @@ def reindex(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Copy the live index into a new one (new mapping or model), verify it and swap the alias."""
+    """Copy the live index into a new one (new mapping or model), verify it and swap the alias.
+
+    On the embedded store: re-embed, in place, the items of another embedding model."""
     if resume and rollback:
         raise InvalidInput("rollback: cannot be combined with --resume", "rollback")
     if rollback and (shards or replicas is not None or re_embed or method != "auto" or merge):
