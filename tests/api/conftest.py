@@ -25,18 +25,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A module naming BACKENDS runs its tests over each of them (the embedded store needs no
     node); every other module runs over OpenSearch only."""
     backends = getattr(metafunc.module, "BACKENDS", None)
-    if backends and "world" in metafunc.fixturenames:
-        metafunc.parametrize("world", backends, indirect=True, scope="module")
+    if backends and "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", backends, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The store the module's worlds live in (see pytest_generate_tests)."""
+    return str(getattr(request, "param", "opensearch"))
 
 
 @pytest.fixture(scope="module")
 def world(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    backend_name: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[World]:
     """One seeded store per test module (and backend), for tests that only read (creating an
     index costs seconds). Tests that write get their own through `fresh_world`."""
     home = tmp_path_factory.mktemp("home")
-    if getattr(request, "param", "opensearch") == "embedded":
+    if backend_name == "embedded":
         yield make_embedded_world(home)
         return
     url = request.getfixturevalue("opensearch_url")
@@ -49,9 +55,9 @@ def world(
 
 
 @pytest.fixture
-def fresh_world(world: World, request: pytest.FixtureRequest, tmp_path: Path) -> World:
+def fresh_world(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) -> World:
     """A seeded store of this test's own, on the module's backend (deleted after it)."""
-    if world.settings.backend == "embedded":
+    if backend_name == "embedded":
         return make_embedded_world(tmp_path)
     url = request.getfixturevalue("opensearch_url")
     make_index_name: Callable[[], str] = request.getfixturevalue("make_index_name")
