@@ -1,6 +1,6 @@
 """A store records the embedding model its vectors come from; a search or index run with
 another model is refused in one line naming both models and `suli reindex`, which re-embeds
-(embedded store here; OpenSearch in tests/integration/test_model_switch.py)."""
+(embedded store here; OpenSearch in tests/integration/test_opensearch_model_guard.py)."""
 
 from __future__ import annotations
 
