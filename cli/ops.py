@@ -13,7 +13,7 @@ from cli.context import settings as get_settings
 from cli.output import emit_json, handle_errors, json_option, plural
 from cli.rejects import rejects_files
 from cli.schemas import expected_model
-from suli.errors import InvalidInput, NotFound
+from suli.errors import IndexingError, InvalidInput, NotFound
 from suli.settings import Settings
 
 if TYPE_CHECKING:
@@ -121,7 +121,9 @@ def reindex(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Copy the live index into a new one (new mapping or model), verify it and swap the alias."""
+    """Copy the live index into a new one (new mapping or model), verify it and swap the alias.
+
+    On the embedded store: re-embed, in place, the items of another embedding model."""
     if resume and rollback:
         raise InvalidInput("rollback: cannot be combined with --resume", "rollback")
     if rollback and (shards or replicas is not None or re_embed or method != "auto" or merge):
@@ -137,6 +139,9 @@ def reindex(
 
     settings = get_settings(ctx)
     embedder = open_embedder(settings)
+    if settings.backend == "embedded" and not (rollback or resume or dry_run):
+        _reembed_embedded(settings, embedder, re_embed, as_json)
+        return
     backend = _opensearch(ctx, embedder.dimension, embedder.name)
     bar = _Bar(enabled=not dry_run)
     # The shared alias, then with SULI_ISOLATE_WORKSPACES each workspace's, one after another.
@@ -197,6 +202,46 @@ def reindex(
         return
     for body, lines in runs:
         _show(body, False, lines)
+
+
+def _reembed_embedded(settings: Settings, embedder: Any, force: bool, as_json: bool) -> None:
+    """`suli reindex` on the embedded store: re-embed, in place, every item whose vector is not
+    the configured model's, then record that model. Run again after an interruption: the
+    items done keep their new vectors."""
+    if force:
+        raise InvalidInput(
+            "re-embed: the embedded store re-embeds the items of another model only", "re_embed"
+        )
+    from indexer.pipeline import index_items
+    from suli.backends.embedded import EmbeddedBackend
+
+    backend = EmbeddedBackend(
+        settings.sqlite_path, embedder.dimension, model=embedder.name, check_model=False
+    )
+    try:
+        before = backend.stored_model
+        items = list(backend.all_items())
+        # An item's stored hash names the model its vector came from: only the others embed.
+        summary = index_items(enumerate(items, start=1), backend, embedder)
+        if summary.rejected:
+            raise IndexingError(f"{len(summary.rejected)} items could not be re-embedded")
+        backend.record_model()
+    finally:
+        backend.close()
+    body = {
+        "store": str(settings.sqlite_path),
+        "model": {"before": before, "after": embedder.name},
+        "items": len(items),
+        "embedded": summary.embedded + summary.cached,
+        "reused": summary.reused,
+    }
+    if as_json:
+        emit_json(body)
+        return
+    click.echo(
+        f"re-embedded {summary.embedded + summary.cached} of {len(items)} items in {settings.sqlite_path} "
+        f"(model {before or '?'} -> {embedder.name}; {summary.reused} already were)"
+    )
 
 
 def _show(body: dict[str, Any], as_json: bool, lines: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from suli.backends.base import Backend
 from suli.embedding import Embedder, build_embedder
+from suli.errors import ModelMismatch
 from suli.service import Searcher
 from suli.settings import Settings
 
@@ -27,10 +28,15 @@ def open_backend(settings: Settings, embedder: Embedder) -> Backend:
 
         os_backend = OpenSearchBackend(settings, embedder.dimension, embedder.name)
         os_backend.ensure_ready()
+        stored = os_backend.live_model()
+        if stored and stored != embedder.name:  # the live index's mapping records its model
+            os_backend.close()
+            raise ModelMismatch(f"the index {settings.index_alias}", stored, embedder.name)
         return os_backend
     from suli.backends.embedded import EmbeddedBackend
 
-    return EmbeddedBackend(settings.sqlite_path, embedder.dimension)
+    # The store records the model and refuses another (suli.errors.ModelMismatch).
+    return EmbeddedBackend(settings.sqlite_path, embedder.dimension, model=embedder.name)
 
 
 def open_searcher(settings: Settings, *, lazy_model: bool = False) -> Searcher:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from suli.backends.base import FACET_CAP, Facets, LegQuery, LegResults, MatchSet
+from suli.lifted import FACET_FILTERS, Gates, Reads, corrected, lifted_meaning
 from suli.models import Filters, SearchRequest
 from suli.ranking import Ranked
 from suli.settings import Settings
@@ -26,17 +27,6 @@ Relation = Literal["eq", "gte"]
 # Facets of a MatchSet with up to `cap` values each (0: only the total), under the request's
 # visibility and filters.
 CountFacets = Callable[[MatchSet, int], Facets]
-
-# Each facet and the filter that narrows it (the station facet lists names; its filter takes an
-# id or a name, and is the facet's own either way).
-FACET_FILTERS = {
-    "kind": "kinds",
-    "outcome": "outcomes",
-    "board": "boards",
-    "agent": "agents",
-    "station": "stations",
-    "tag": "tags",
-}
 
 
 def own_filter_lifted(filters: Filters) -> Iterator[tuple[str, Filters]]:
@@ -54,15 +44,21 @@ def without_facet_filters(filters: Filters) -> Filters:
     return replace(filters, **lifted)
 
 
-def disjunctive(filters: Filters, cap: int, count: Callable[[Filters], Facets]) -> Facets:
-    """Facets counted disjunctively from `count` (one facet count under the given filters):
-    `total` and the unticked facets under every filter, each ticked facet without its own."""
-    full = count(filters)
+def disjunctive(
+    filters: Filters,
+    cap: int,
+    match: MatchSet | None,
+    count: Callable[[Filters, MatchSet | None], Facets],
+) -> Facets:
+    """Facets counted disjunctively from `count` (one facet count under the given filters and
+    match): `total` and the unticked facets under every filter, each ticked facet without its
+    own (and over its own meaning-only hits, MatchSet.lifted)."""
+    full = count(filters, match)
     values = {k: list(v) for k, v in full.values.items()}
     more = dict(full.more)
     if cap:
         for name, lifted in own_filter_lifted(filters):
-            got = count(lifted)
+            got = count(lifted, match.for_facet(name) if match is not None else None)
             values[name] = list(got.values.get(name, []))
             more[name] = got.more.get(name, False)
     return Facets(full.total, values, more)
@@ -108,10 +104,13 @@ def search_total(
     scored: Sequence[Ranked],
     count_facets: CountFacets,
     word_matches: frozenset[str] | None = None,
+    reads: Reads | None = None,
 ) -> tuple[int, Relation, Facets | None]:
     """(total, its relation, the facets when `req` asks for them). `word_matches`: which of
     words_unknown's hits the page fetch found the words match, where the legs did not say.
-    Without `req.exact_total`, what costs a count of its own is given as a lower bound."""
+    `reads`: what counting a ticked facet's own meaning-only hits reads (suli.lifted); without
+    it a ticked facet counts the search's own meaning-only hits. Without `req.exact_total`,
+    what costs a count of its own is given as a lower bound."""
     alone = meaning_only(scored)
     counted = text_counted(query, legs)
     vector_lost = query.vector is None and req.mode != "text"  # embedder failed: degraded
@@ -125,7 +124,14 @@ def search_total(
         if query.text is not None:
             relation = "gte"
     if req.facets:
+        lifted = []
+        if reads is not None and query.vector is not None and match.text == query.text:
+            gates = Gates(query.depth, settings.meaning_margin, settings.meaning_floor)
+            lifted = lifted_meaning(query.filters, query.regex, gates, reads)
+            match = replace(match, lifted=tuple((part.name, part.ids) for part in lifted))
         facets = count_facets(match, FACET_CAP)
+        if lifted and reads is not None:
+            facets = corrected(facets, query.filters, match, lifted, reads)
         return facets.total, relation, facets
     if not counted:
         return len(scored), relation, None

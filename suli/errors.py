@@ -7,6 +7,7 @@
     ├── Unauthorized             no or unknown credentials
     ├── RateLimited              too many requests for this principal
     ├── BackendUnavailable       the search backend cannot be reached
+    │   └── ModelMismatch        the store's vectors come from another embedding model
     ├── DeadlineExceeded         the request ran past its deadline
     └── IndexingError            a write failed for a reason other than bad input
 
@@ -59,6 +60,19 @@ class RateLimited(SuliError):
 
 class BackendUnavailable(SuliError):
     code = "backend_unavailable"
+
+
+class ModelMismatch(BackendUnavailable):
+    """The store's vectors come from another embedding model than the configured one: a
+    search would compare vectors of two models, an index run would mix them."""
+
+    def __init__(self, store: str, stored: str, configured: str) -> None:
+        super().__init__(
+            f"{store} holds vectors of model {stored!r} but the configured model is "
+            f"{configured!r}: run `suli reindex` to re-embed every item with {configured!r} "
+            f"(or configure {stored!r} again)"
+        )
+        self.stored, self.configured = stored, configured
 
 
 class DeadlineExceeded(SuliError):

@@ -47,6 +47,12 @@ def keep(
     return MEANING_WITHIN if vec.score >= best_similarity - margin else MEANING_BELOW
 
 
+def meaning_kept(similarity: float, best: float, margin: float, floor: float) -> bool:
+    """Whether `keep` keeps a meaning-only hit of this similarity under a leg whose best is
+    `best` (the same gates, for code that has similarities and no fused list: counting)."""
+    return similarity >= floor and similarity >= best - margin
+
+
 @dataclass(frozen=True, slots=True)
 class Ranked:
     id: str

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from suli import cursor as cursors
+from suli import lifted
 from suli.backends.base import (
     FACET_CAP,
     Backend,
@@ -499,7 +500,16 @@ class Searcher:
         def count_facets(match: MatchSet, cap: int) -> Facets:
             return self._facets(vis, filters, match, deadline, cap)
 
-        return search_total(self.settings, req, query, legs, scored, count_facets, words)
+        def vector_leg(f: Filters) -> LegResults:  # a ticked facet's own (suli.lifted)
+            at = LegQuery(vis, f, None, query.vector, query.depth, regex=query.regex)
+            return self.backend.search(replace(at, timeout_s=deadline.remaining()))
+
+        reads = lifted.Reads(
+            vector_leg,
+            lambda ids: self.backend.get_many(vis, ids),
+            lambda f, m, cap: self._facets(vis, f, m, deadline, cap),
+        )
+        return search_total(self.settings, req, query, legs, scored, count_facets, words, reads)
 
     def _rerank(
         self,

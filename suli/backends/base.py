@@ -160,6 +160,17 @@ class MatchSet:
     regex: str | None = None  # applies to both parts, like a filter
     ids: tuple[str, ...] = ()  # kept meaning-only hits, counted whether or not words match
     every: bool = False  # browse: every item passing the filters and regex
+    # A ticked facet's own meaning-only hits (suli.counting.lifted_meaning): its values are
+    # counted over the words and these ids instead of `ids`, which were found under that
+    # facet's own filter. (facet, ids) pairs; a facet not named counts over `ids`.
+    lifted: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def for_facet(self, name: str) -> MatchSet:
+        """The match that counts facet `name` (its lifted ids in place of `ids`, if any)."""
+        for facet, ids in self.lifted:
+            if facet == name:
+                return MatchSet(self.text, self.text_fields, self.regex, ids, self.every)
+        return self
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,13 @@ from suli.backends.base import (
 from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
 from suli.counting import disjunctive
 from suli.embedding import embed_hash
-from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
+from suli.errors import (
+    BackendUnavailable,
+    DeadlineExceeded,
+    InvalidInput,
+    ModelMismatch,
+    NotFound,
+)
 from suli.files import create_private
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -61,10 +67,16 @@ def _fields(item: Item) -> tuple[str, str, str]:
 class EmbeddedBackend:
     """Items, vectors, ACLs, principals and token hashes in one SQLite file (WAL mode)."""
 
-    def __init__(self, path: str | Path, dimension: int, *, model: str = "") -> None:
+    def __init__(
+        self, path: str | Path, dimension: int, *, model: str = "", check_model: bool = True
+    ) -> None:
+        """model: the embedder's; the store records it and refuses another (unless
+        check_model is off: `suli reindex` re-embeds, then record_model)."""
         self.path = Path(path)
         self.dimension = dimension
         self.model = model
+        self.check_model = check_model
+        self.stored_model = model  # the model the store's vectors come from, once read
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -173,11 +185,20 @@ class EmbeddedBackend:
                 f"{self.path} holds {meta['dimension']}-dimension vectors but the embedder makes "
                 f"{self.dimension}; use another SULI_EMBEDDED_PATH or re-index into a new file"
             )
-        if self.model and meta.get("model") and meta["model"] != self.model:
-            raise BackendUnavailable(
-                f"{self.path} was indexed with model {meta['model']!r}, not {self.model!r}; "
-                "re-index into a new file"
-            )
+        self.stored_model = meta.get("model") or ""
+        if self.model and not self.stored_model:
+            # A store written before the model was recorded: its vectors are taken to be this
+            # model's (docs/decisions.md, "The store records its model"); recorded from now on.
+            self.record_model()
+        elif self.check_model and self.model and self.stored_model != self.model:
+            raise ModelMismatch(str(self.path), self.stored_model, self.model)
+
+    def record_model(self) -> None:
+        """Record `model` as the one the store's vectors come from (`suli reindex`, after it
+        has re-embedded every item)."""
+        with self._tx(write=True) as c:
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?)", (self.model,))
+        self.stored_model = self.model
 
     def refresh(self) -> None:
         """API parity with OpenSearch: a committed write is already searchable."""
@@ -617,16 +638,16 @@ class EmbeddedBackend:
                 cond = tm.condition(match.text_fields)
             gen = self._generation(c)
 
-            def count(f: Filters) -> Facets:
-                where, params = q.where(vis, f, match.regex if match else None)
-                if match is not None:
-                    where, params = q.match_where(where, params, match, cond)
+            def count(f: Filters, m: MatchSet | None) -> Facets:
+                where, params = q.where(vis, f, m.regex if m else None)
+                if m is not None:
+                    where, params = q.match_where(where, params, m, cond)
                 return self._cache.facets(
                     gen, (where, cap, *params), lambda: q.count_facets(c, where, params, cap)
                 )
 
             # disjunctive() copies the lists: the cached ones are shared by later calls.
-            return disjunctive(filters, cap, count)
+            return disjunctive(filters, cap, match, count)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
         where, params = q.where(vis, Filters())

@@ -15,7 +15,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from rapidfuzz.distance import OSA
@@ -178,9 +178,7 @@ class MemoryBackend:
         pool = self._visible(query.vis, query.filters, query.regex)
         text: tuple[Hit, ...] = ()
         total: int | None = None
-        qwords: list[str] = []
         if query.text is not None:
-            qwords = _query_words(query.text, query.text_fields)
             scored = [(_match_score(it, query.text, query.text_fields), it) for it in pool]
             matched = sorted(((s, it) for s, it in scored if s > 0), key=lambda p: (-p[0], p[1].id))
             total = len(matched)
@@ -200,7 +198,12 @@ class MemoryBackend:
                 top = sims[: query.depth]
                 vector = tuple(_hit(it, s) for s, it in top)
                 if query.text is not None:
-                    words = frozenset(it.id for _, it in top if _text_score(it, qwords) > 0)
+                    # The text leg's own match (typos included): what `total` counts.
+                    words = frozenset(
+                        it.id
+                        for _, it in top
+                        if _match_score(it, query.text, query.text_fields) > 0
+                    )
         return LegResults(text, vector, errors, {}, total, word_matches=words)
 
     def page(self, query: PageQuery) -> Page:
@@ -254,7 +257,7 @@ class MemoryBackend:
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
-        return disjunctive(filters, cap, lambda f: self._facet_counts(vis, f, match, cap))
+        return disjunctive(filters, cap, match, lambda f, m: self._facet_counts(vis, f, m, cap))
 
     def _facet_counts(
         self, vis: Visibility, filters: Filters, match: MatchSet | None, cap: int
@@ -331,7 +334,9 @@ class MemoryBackend:
                     continue
                 else:
                     vector = tuple(float(x) for x in vec)
-                self._items[key] = _Stored(item, vector, ehash)
+                # Binaries keep no body, as in the other stores (DESIGN 1: not text).
+                kept = replace(item, body="") if item.is_binary else item
+                self._items[key] = _Stored(kept, vector, ehash)
                 indexed.append(item.id)
         return BulkOutcome(indexed=tuple(indexed), rejected=rejected)
 

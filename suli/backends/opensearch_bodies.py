@@ -547,6 +547,21 @@ def facets_body(
     return body
 
 
+def facets_bodies(
+    vis: Visibility, filters: Filters, match: MatchSet | None = None, cap: int = FACET_CAP
+) -> list[dict[str, Any]]:
+    """facets_body, then for each ticked facet with meaning-only hits of its own
+    (MatchSet.lifted) one body counting only that facet, over the words and those hits."""
+    out = [facets_body(vis, filters, match, cap)]
+    if match is None or not cap:
+        return out
+    for name, _ in match.lifted:
+        body = facets_body(vis, filters, match.for_facet(name), cap)
+        body.pop("post_filter", None)  # nothing but the facet's aggregation is read
+        out.append({**body, "track_total_hits": False, "aggs": {name: body["aggs"][name]}})
+    return out
+
+
 def referencing_body(vis: Visibility, item_id: str, limit: int) -> dict[str, Any]:
     return {
         "size": limit,

@@ -1,4 +1,5 @@
-"""Fixtures of the HTTP API tests: seeded indices on the real OpenSearch behind a TestClient."""
+"""Fixtures of the HTTP API tests: seeded stores (the real OpenSearch; the embedded store for
+modules that name BACKENDS) behind a TestClient."""
 
 from __future__ import annotations
 
@@ -17,28 +18,50 @@ from suli.embedding import Embedder
 from suli.service import Reranker
 from suli.settings import Settings
 
-from .helpers import Api, World, drop, make_world, opener
+from .helpers import Api, World, drop, make_embedded_world, make_world, opener
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module naming BACKENDS runs its tests over each of them (the embedded store needs no
+    node); every other module runs over OpenSearch only."""
+    backends = getattr(metafunc.module, "BACKENDS", None)
+    if backends and "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", backends, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The store the module's worlds live in (see pytest_generate_tests)."""
+    return str(getattr(request, "param", "opensearch"))
 
 
 @pytest.fixture(scope="module")
 def world(
-    opensearch_url: str, os_client: OpenSearch, tmp_path_factory: pytest.TempPathFactory
+    backend_name: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[World]:
-    """One seeded index per test module, for tests that only read (creating one costs seconds).
-
-    Tests that write get their own index through `fresh_world`.
-    """
+    """One seeded store per test module (and backend), for tests that only read (creating an
+    index costs seconds). Tests that write get their own through `fresh_world`."""
+    home = tmp_path_factory.mktemp("home")
+    if backend_name == "embedded":
+        yield make_embedded_world(home)
+        return
+    url = request.getfixturevalue("opensearch_url")
+    client: OpenSearch = request.getfixturevalue("os_client")
     name = f"test-{uuid4().hex}"
     try:
-        yield make_world(opensearch_url, name, tmp_path_factory.mktemp("home"))
+        yield make_world(url, name, home)
     finally:
-        drop(os_client, name)
+        drop(client, name)
 
 
 @pytest.fixture
-def fresh_world(opensearch_url: str, make_index_name: Callable[[], str], tmp_path: Path) -> World:
-    """A seeded index of this test's own (deleted after it)."""
-    return make_world(opensearch_url, make_index_name(), tmp_path)
+def fresh_world(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) -> World:
+    """A seeded store of this test's own, on the module's backend (deleted after it)."""
+    if backend_name == "embedded":
+        return make_embedded_world(tmp_path)
+    url = request.getfixturevalue("opensearch_url")
+    make_index_name: Callable[[], str] = request.getfixturevalue("make_index_name")
+    return make_world(url, make_index_name(), tmp_path)
 
 
 @pytest.fixture

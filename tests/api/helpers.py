@@ -166,6 +166,23 @@ def make_world(url: str, name: str, home: Path, items: tuple[dict[str, Any], ...
         searcher.backend.close()
 
 
+def make_embedded_world(home: Path, items: tuple[dict[str, Any], ...] = ITEMS) -> World:
+    """The same seeded world in an embedded store file under `home` (the default backend)."""
+    settings = Settings(
+        backend="embedded",
+        embedded_path=home / "store.db",
+        embedder="fake",
+        home=home,
+        rate_per_minute=100_000,
+        rate_per_day=1_000_000,
+    )
+    searcher = opener()(settings)
+    try:
+        return World(settings, seed(searcher, items))
+    finally:
+        searcher.backend.close()
+
+
 def drop(client: OpenSearch, name: str) -> None:
     """Delete the alias's physical indices and the ACL index (named: no wildcard deletes)."""
     found = client.indices.get(index=f"{name}*", expand_wildcards="all", ignore_unavailable=True)

@@ -14,6 +14,8 @@ import pytest
 
 from .helpers import Api, World, raw_item
 
+BACKENDS = ("embedded", "opensearch")  # the default store too: no node needed for it
+
 CAP = 4096
 INGEST_CAP = 65_536
 
@@ -123,3 +125,47 @@ def test_the_mcp_endpoint_is_capped_too(capped: Api) -> None:
     _too_large(r, CAP)
     r = capped.client.post("/mcp", content=b" " * (CAP + 1), headers=headers)
     _too_large(r, CAP)
+
+
+@pytest.fixture
+def served(world: World) -> Iterator[tuple[int, dict[str, str]]]:
+    """The service capped at CAP under a real uvicorn server on a loopback port (the
+    TestClient hands a body over whole, so only a socket shows when the cap is checked)."""
+    from app.main import create_app
+    from suli.settings import Settings
+
+    from .helpers import guarded_servers, opener
+
+    settings = Settings(
+        **{**world.settings.model_dump(), "max_body_bytes": CAP, "max_ingest_body_bytes": CAP}
+    )
+    servers = guarded_servers(create_app(settings, opener=opener()))
+    start = next(servers)
+    yield start(), world.tokens
+    next(servers, None)  # stops the server
+
+
+def test_a_chunked_upload_gets_413_before_its_last_chunk(
+    served: tuple[int, dict[str, str]],
+) -> None:
+    """The cap is counted as the chunks come in: past it the answer comes while the client
+    still holds the rest (a cap checked after the last chunk would leave this one waiting)."""
+    import socket
+
+    port, tokens = served
+    head = (
+        "POST /api/v1/search HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        f"Content-Type: application/json\r\nAuthorization: Bearer {tokens['ana']}\r\n\r\n"
+    ).encode()
+    chunk = b"%x\r\n%s\r\n" % (1024, b" " * 1024)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head)
+        for _ in range(CAP // 1024 + 2):  # past the cap; the closing 0-chunk is never sent
+            s.sendall(chunk)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            got = s.recv(4096)  # times out (fails) if the server waits for the last chunk
+            if not got:
+                break
+            answer += got
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]

@@ -10,6 +10,8 @@ from suli.auth import revoke_token
 
 from .helpers import Api, assert_error_shape, raw_item
 
+BACKENDS = ("embedded", "opensearch")  # the default store too: no node needed for it
+
 READ_ROUTES = (
     ("GET", "/api/v1/search?q=deploy", None),
     ("POST", "/api/v1/search", {"q": "deploy"}),

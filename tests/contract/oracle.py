@@ -232,3 +232,45 @@ def typo_hits(items: Iterable[Raw], query: str) -> set[str]:
         ):
             out.add(it["id"])
     return out
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na, nb = sum(x * x for x in a) ** 0.5, sum(y * y for y in b) ** 0.5
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def meaning_kept(
+    pool: Iterable[Raw],
+    vectors: Mapping[str, Sequence[float]],
+    query: Sequence[float],
+    depth: int,
+    margin: float,
+    floor: float,
+) -> set[str]:
+    """Section 3.4 over the k-NN leg: the `depth` items of the pool nearest the query (ties
+    by id), of which those within `margin` of the nearest one and at or above `floor`."""
+    scored = [(cosine(vectors[it["id"]], query), it["id"]) for it in pool]
+    near = sorted(scored, key=lambda p: (-p[0], p[1]))[:depth]
+    if not near:
+        return set()
+    best = near[0][0]
+    return {i for s, i in near if s >= floor and s >= best - margin}
+
+
+def search_matches(
+    who: Person,
+    acls: Sequence[Acl],
+    items: Iterable[Raw],
+    ask: Ask,
+    query: str | None,
+    meaning: Callable[[list[Raw]], set[str]] | None = None,
+) -> set[str]:
+    """The items a search matches (its `total` is their number): the visible items passing the
+    filters that its words find, exactly or through a typo (`query` None: no word leg), plus,
+    with a vector leg (`meaning`: the kept meaning hits of a pool), those kept by meaning."""
+    pool = [it for it in items if sees(who, acls, it) and passes(it, ask)]
+    found = set() if query is None else word_hits(pool, query) | typo_hits(pool, query)
+    if meaning is not None:
+        found |= meaning(pool)
+    return found

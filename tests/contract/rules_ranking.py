@@ -6,7 +6,7 @@ import pytest
 
 from suli.backends.base import LegQuery
 from suli.models import OUTCOMES, Filters
-from suli.settings import DEFAULT_OUTCOME_WEIGHTS
+from suli.settings import DEFAULT_OUTCOME_WEIGHTS, Settings
 
 from .helpers import OTHER_WS, KeyedEmbedder, MakeSearcher, World, acl, axis, blend, item, principal
 
@@ -140,6 +140,22 @@ class FusionRules:
             "word-match",
             "meaning-within-margin",
         )
+
+    def test_the_shipped_leg_weights_rank_the_text_only_hit_first(self, legs: World) -> None:
+        """The shipped defaults (not the equal weights above): a text-only hit at text rank 1
+        outranks a vector-only hit at vector rank 2, and only because of the weights: with
+        the two swapped the vector-only hit comes first."""
+        text_w = Settings.model_fields["text_weight"].default
+        vector_w = Settings.model_fields["vector_weight"].default
+        shipped = legs.with_settings(text_weight=text_w, vector_weight=vector_w)
+        ids = shipped.ids("prn_p", "alpha")
+        assert ids.index("itm_text") < ids.index("itm_vec"), ids
+        ex = _explain(shipped, "prn_p", "alpha")
+        assert ex["itm_text"].rrf == pytest.approx(text_w / 61)
+        assert ex["itm_vec"].rrf == pytest.approx(vector_w / 62)
+        swapped = legs.with_settings(text_weight=vector_w, vector_weight=text_w)
+        ids = swapped.ids("prn_p", "alpha")
+        assert ids.index("itm_vec") < ids.index("itm_text"), ids
 
     def test_k_is_configurable(self, legs: World) -> None:
         ex = _explain(legs.with_settings(rrf_k=1), "prn_p", "alpha")

@@ -22,7 +22,9 @@ from suli.models import Principal
 from .helpers import OTHER_WS, WS, MakeSearcher, acl, principal
 from .rules_access import AccessRules
 from .rules_answers import AnswerRules
+from .rules_binaries import BinaryRules
 from .rules_bounded import BoundedWorkRules
+from .rules_facet_meaning import FacetMeaningRules
 from .rules_facets import FacetRules
 from .rules_filters import FilterRules, RegexRules, ResultShapeRules
 from .rules_paging import PagingRules
@@ -140,6 +142,8 @@ class ItemIndexContract(
     PagingRules,
     TypoRules,
     FacetRules,
+    FacetMeaningRules,
+    BinaryRules,
 ):
     """The search rules over an ItemIndex; subclasses override `make_searcher` (class scope:
     worlds are shared read-only)."""

@@ -42,6 +42,14 @@ class OpenSearchBackend(Reads, Writes):
             info["model"] = (got[index]["mappings"].get("_meta") or {}).get("model") or None
         return info
 
+    def live_model(self) -> str:
+        """The model the live index's vectors come from (its mapping's `_meta`), "" unknown."""
+        index = self.current_index()
+        if not index:
+            return ""
+        got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+        return str((got[index]["mappings"].get("_meta") or {}).get("model") or "")
+
     def close(self) -> None:
         self.client.close()
         self.write_client.close()

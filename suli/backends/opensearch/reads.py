@@ -451,16 +451,18 @@ class Reads(Workspaces):
         cap: int = FACET_CAP,
         timeout_s: float | None = None,
     ) -> Facets:
-        r = self._read(
-            vis, lambda v: bodies.facets_body(v, filters, match, cap), "facets", timeout_s
+        r, *own = self._read_many(
+            vis, lambda v: bodies.facets_bodies(v, filters, match, cap), "facets", timeout_s
         )
         values: dict[str, list[tuple[str, int]]] = {}
         more: dict[str, bool] = {}
-        for name, agg in (r.get("aggregations") or {}).items():
-            # Each facet sits in a filter of the other facets' selections (disjunctive counts).
-            got = agg["values"]["buckets"]
-            buckets = [(str(b["key"]), int(b["doc_count"])) for b in got]
-            values[name], more[name] = buckets[:cap], len(buckets) > cap
+        # A ticked facet with meaning-only hits of its own is counted by its own body, after.
+        for answer in (r, *own):
+            for name, agg in (answer.get("aggregations") or {}).items():
+                # Each facet sits in a filter of the other facets' selections (disjunctive).
+                got = agg["values"]["buckets"]
+                buckets = [(str(b["key"]), int(b["doc_count"])) for b in got]
+                values[name], more[name] = buckets[:cap], len(buckets) > cap
         return Facets(total=int(r["hits"]["total"]["value"]), values=values, more=more)
 
     def referencing(self, vis: Visibility, item_id: str, limit: int) -> list[Item]:
