@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 from typing import Any, NoReturn
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
 from app.deps import RuntimeDep
 from app.runtime import Runtime, run_blocking
 from app.schemas import Health, Ready, error_responses
-from suli.errors import BackendUnavailable, SuliError
+from app.tokens import client_address
+from suli.errors import BackendUnavailable, SuliError, Unauthorized
 from suli.service import Deadline
 
 log = logging.getLogger(__name__)
@@ -82,12 +84,29 @@ def _not_ready(reason: str, detail: str) -> NoReturn:
 @router.get(
     "/metrics",
     operation_id="metrics",
-    responses=error_responses(422),
-    summary="Prometheus metrics",
+    responses=error_responses(401, 422),
+    summary="Prometheus metrics (`Authorization: Bearer <SULI_METRICS_TOKEN>` when that is set)",
     response_class=Response,
 )
-async def metrics(runtime: RuntimeDep) -> Response:
+def metrics(request: Request, runtime: RuntimeDep) -> Response:
+    """A plain `def`: FastAPI runs it in the thread pool, so rendering the exposition never
+    holds the event loop (inside an async route, two scrape loops stalled every search)."""
+    _check_metrics_token(request, runtime)
     return Response(generate_latest(_registry(runtime)), media_type=CONTENT_TYPE_LATEST)
+
+
+def _check_metrics_token(request: Request, runtime: Runtime) -> None:
+    """401 unless the request carries SULI_METRICS_TOKEN (when set) as its bearer token."""
+    expected = runtime.settings.metrics_token
+    if expected is None:
+        return
+    address = client_address(request.scope)
+    runtime.bad_tokens.peek(address)  # an address guessing the token waits, as on the API
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    want = expected.get_secret_value().encode()
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), want):
+        runtime.bad_tokens.check(address)
+        raise Unauthorized("/metrics needs the metrics token (header `Authorization: Bearer ...`)")
 
 
 def _registry(runtime: Runtime) -> CollectorRegistry:

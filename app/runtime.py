@@ -14,6 +14,7 @@ import anyio.to_thread
 
 from app import shared_store
 from app.metrics import Metrics
+from app.ratelimit import KnownTokens
 from suli.errors import BackendUnavailable, DeadlineExceeded
 from suli.service import Deadline, Searcher
 from suli.settings import Settings
@@ -57,6 +58,7 @@ class Runtime:
         self.metrics = Metrics()
         # Searches per principal; invalid tokens per client address (app.tokens), no day quota.
         self.limiter, self.bad_tokens = shared_store.limiters(settings)
+        self.known_tokens = KnownTokens()  # tokens seen valid lately (app.tokens)
         self._searcher = searcher
         self._opener = opener
         self._owned = False  # close only what this runtime built
