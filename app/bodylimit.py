@@ -39,6 +39,7 @@ SIGNIN_MAX_BYTES = 4096  # the sign-in form holds one token and a path to return
 # to the routes that depend on app.deps.get_admin): (method, path prefix).
 ADMIN_BODY_ROUTES = (
     ("POST", "/api/v1/items"),
+    ("DELETE", "/api/v1/items/"),
     ("PUT", "/api/v1/boards/"),
     ("PUT", "/api/v1/principals/"),
 )

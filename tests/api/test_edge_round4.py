@@ -376,3 +376,27 @@ def test_tokens_module_keeps_known_tokens_bounded() -> None:
     assert not known.recent("h0") and known.recent("h9") and len(known) == 3
     known.forget("h9")
     assert not known.recent("h9")
+
+
+def _depends_on(dependant: Any, fn: Any) -> bool:
+    return any(d.call is fn or _depends_on(d, fn) for d in dependant.dependencies)
+
+
+def test_the_admin_body_routes_are_the_routes_that_need_an_admin() -> None:
+    from fastapi.routing import APIRoute
+
+    from app import routes_admin, routes_search
+    from app.bodylimit import needs_admin
+    from app.deps import get_admin
+
+    checked = 0
+    for route in (*routes_admin.router.routes, *routes_search.router.routes):
+        assert isinstance(route, APIRoute) and route.path.startswith("/api/v1/")
+        path = route.path.replace("{", "").replace("}", "")  # a concrete path of the template
+        for method in route.methods - {"GET", "HEAD"}:
+            assert needs_admin(method, path) == _depends_on(route.dependant, get_admin), (
+                method,
+                route.path,
+            )
+            checked += 1
+    assert checked >= 6
