@@ -25,6 +25,18 @@ log = logging.getLogger(__name__)
 DAY_S = 86_400
 
 
+class SharedStoreUnavailable(BackendUnavailable):
+    """The shared store does not answer. Its message names the setting, never the URL, so a
+    caller may read it: it says which backend failed (not the search backend)."""
+
+    public = True
+
+    def __init__(
+        self, message: str = "the shared store (SULI_SHARED_STORE) does not answer"
+    ) -> None:
+        super().__init__(message)
+
+
 class Limiter(Protocol):
     """What the edges call: count one request for a key, or only ask whether it would pass."""
 
@@ -130,8 +142,8 @@ class SharedRateLimiter:
                 raise self._refused(self._day, key, "daily limit", self.per_day)
         except StorageError as e:
             log.warning("the shared rate-limit store (SULI_SHARED_STORE) is unreachable: %s", e)
-            raise BackendUnavailable(
-                "the shared rate-limit store (SULI_SHARED_STORE) is unreachable"
+            raise SharedStoreUnavailable(
+                "the shared store (SULI_SHARED_STORE) does not answer; cannot count rate limits"
             ) from e
 
     def _refused(self, item: object, key: str, what: str, limit: int) -> RateLimited:

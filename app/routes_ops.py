@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
 
 from app.deps import RuntimeDep
+from app.ratelimit import SharedStoreUnavailable
 from app.runtime import Runtime, run_blocking
 from app.schemas import Health, Ready, error_responses
 from app.tokens import client_address
@@ -50,7 +51,8 @@ async def healthz() -> dict[str, Any]:
     summary="Readiness: the backend answers and its index is usable",
 )
 async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
-    """200 only when the backend answers and its index (alias) exists; 503 otherwise.
+    """200 only when the backend answers and its index (alias) exists, and the shared store
+    (SULI_SHARED_STORE) answers when one is set; 503 otherwise.
 
     It needs no token, so it names no internals (item counts, store path, index or model names,
     URLs): a reason in a few words; the details go to the service log.
@@ -59,10 +61,17 @@ async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
     try:
         searcher = await run_blocking(runtime.searcher, deadline=deadline)
         info = await run_blocking(searcher.backend.ping, deadline=deadline)
+    except SharedStoreUnavailable as e:  # the searcher is built only once the store answers
+        _not_ready("the shared store (SULI_SHARED_STORE) does not answer", e.message)
     except SuliError as e:
-        _not_ready("the search backend does not answer", e.message)
+        _not_ready(f"the {_backend(runtime)} does not answer", e.message)
     except Exception as e:  # any client fault here means "not ready", never a 500
-        _not_ready("the search backend does not answer", f"{e.__class__.__name__}: {e}")
+        _not_ready(f"the {_backend(runtime)} does not answer", f"{e.__class__.__name__}: {e}")
+    try:
+        await run_blocking(runtime.check_shared_store, deadline=deadline)
+    except SuliError as e:
+        # With a shared store every route fails closed without it: take this replica out.
+        _not_ready("the shared store (SULI_SHARED_STORE) does not answer", e.message)
     if "index" in info and not info["index"]:
         _not_ready("the items index is missing", f"alias {info.get('alias')!r} points at no index")
     model = searcher.embedder.name
@@ -74,6 +83,11 @@ async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
             f"embeds queries with {model!r}; restart it with SULI_EMBEDDER set to match",
         )
     return {"status": "ready"}
+
+
+def _backend(runtime: Runtime) -> str:
+    """The search backend by the name an operator knows it."""
+    return "embedded store" if runtime.settings.backend == "embedded" else "OpenSearch backend"
 
 
 def _not_ready(reason: str, detail: str) -> NoReturn:
