@@ -115,13 +115,14 @@ async def get_caller(
     """The principal behind the bearer token (401 otherwise), counted by the rate limiter."""
     checked = request.scope.get(SESSION_KEY)
     if checked is not None and credentials is not None and checked[0] == credentials.credentials:
-        session = checked[1]
+        session = checked[1]  # app.bodylimit charged its rate limit already
+        assert session.principal is not None
     else:
         session = await authenticate(runtime, credentials, client_address(request.scope), deadline)
+        assert session.principal is not None
+        runtime.limiter.check(session.principal.id)
     principal = session.principal
-    assert principal is not None
     logs.note(principal=principal.id)
-    runtime.limiter.check(principal.id)
     return Caller(principal, session.admin, session.acls)
 
 
@@ -152,12 +153,13 @@ BearerDep = Annotated[Bearer, Depends(get_bearer)]
 
 async def search_as(
     runtime: Runtime, who: Bearer, req: SearchRequest, deadline: Deadline
-) -> tuple[Principal, SearchResponse]:
+) -> tuple[Session, SearchResponse]:
     """The search of the token's principal, the token read in the search's own request where
     the backend allows; the same 401 / 429 rules as get_caller, applied before any hit is read."""
-    principal, resp = await search_for(runtime, who.token, who.address, deadline, req)
-    logs.note(principal=principal.id)
-    return principal, resp
+    session, resp = await search_for(runtime, who.token, who.address, deadline, req)
+    assert session.principal is not None
+    logs.note(principal=session.principal.id)
+    return session, resp
 
 
 async def get_principal(caller: CallerDep) -> Principal:

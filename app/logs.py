@@ -19,6 +19,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.metrics import method_label
+
 log = logging.getLogger("suli.request")
 
 # A caller's X-Request-Id is kept when it looks like an id (a balancer's or a tracer's);
@@ -38,7 +40,8 @@ REQUEST_FIELDS = (
 # What only the routes know (the principal once the token is checked, the degraded legs), for
 # the request line of the request being served: the middleware sets a dict, note() fills it.
 _NOTES: ContextVar[dict[str, Any] | None] = ContextVar("suli_request_notes", default=None)
-# Also uvicorn's `color_message` (the message again, with terminal colour codes): noise in JSON.
+# uvicorn's records carry `color_message` (the message with terminal colour codes): not for a
+# JSON line.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
     "asctime",
@@ -128,6 +131,7 @@ class RequestLogMiddleware:
         token = _NOTES.set(state)
         status = 500
         timings: dict[str, float] = {}
+        method = method_label(scope.get("method", ""))
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status, timings
@@ -146,13 +150,14 @@ class RequestLogMiddleware:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             fields = {
                 "request_id": rid,
-                "method": scope.get("method", ""),
+                "method": method,
                 "route": route,
                 "status": status,
                 "latency_ms": round((time.perf_counter() - t0) * 1000, 1),
                 "principal": state.get("principal"),
                 "degraded": state.get("degraded", []),
-                "timings_ms": timings,
+                # The route's own phases when it noted them (a caller may get only the total).
+                "timings_ms": state.get("timings_ms", timings),
             }
             level = logging.ERROR if status >= 500 else logging.INFO
             log.log(level, "%s %s %d", fields["method"], route, status, extra=fields)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -15,14 +16,31 @@ from app.deps import single_valued
 from app.logs import RequestLogMiddleware
 from app.metrics import MetricsMiddleware
 from app.runtime import Runtime
+from suli.errors import SuliError
 from suli.service import Searcher
 from suli.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def _open_searcher(settings: Settings) -> Searcher:
     from suli.core import open_searcher
 
     return open_searcher(settings)
+
+
+SHARED_CHECK_S = 5.0  # how soon a process notices the shared store lost or changed its secret
+
+
+async def _watch_shared_store(runtime: Runtime) -> None:
+    """Check the shared store every SHARED_CHECK_S, between readiness probes too (a process
+    nobody probes still restores or takes the cursor secret: Runtime.check_shared_store)."""
+    while True:
+        await anyio.sleep(SHARED_CHECK_S)
+        try:
+            await anyio.to_thread.run_sync(runtime.check_shared_store)
+        except SuliError as e:
+            log.warning("shared store check failed: %s", e.message)
 
 
 def create_app(
@@ -40,7 +58,13 @@ def create_app(
         # Heavy objects (client, embedding model) are built once, off the event loop.
         await anyio.to_thread.run_sync(runtime.start)
         try:
-            yield
+            async with anyio.create_task_group() as tg:
+                if runtime.store is not None:
+                    tg.start_soon(_watch_shared_store, runtime)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
         finally:
             await anyio.to_thread.run_sync(runtime.close)
 

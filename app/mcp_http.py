@@ -18,6 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
+from app import logs
 from app.errors import suli_error_response
 from app.runtime import Runtime, run_blocking
 from app.tokens import client_address, session_for
@@ -29,6 +30,7 @@ from suli.service import Deadline
 log = logging.getLogger(__name__)
 
 PRINCIPAL_KEY = "suli.principal"  # ASGI scope key: the principal McpEndpoint authenticated
+ADMIN_KEY = "suli.admin"  # ASGI scope key: whether its token is an admin's (timings: app.respond)
 
 
 def _bearer(scope: Scope) -> str | None:
@@ -104,6 +106,7 @@ class McpEndpoint:
             session = await session_for(self.runtime, token, client_address(scope), deadline)
             principal = session.principal
             assert principal is not None
+            logs.note(principal=principal.id)
             self.runtime.limiter.check(principal.id)
             stream = scope.get("method") == "GET"
             cap = self.runtime.settings.mcp_streams_per_principal
@@ -116,7 +119,7 @@ class McpEndpoint:
         except SuliError as e:
             await self._refuse(e, scope, receive, send)
             return
-        scope = {**scope, PRINCIPAL_KEY: principal}
+        scope = {**scope, PRINCIPAL_KEY: principal, ADMIN_KEY: session.admin}
         if not stream:
             await self._handle(scope, receive, send)
             return

@@ -20,9 +20,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, ValidationError
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
-from app.mcp_http import PRINCIPAL_KEY, McpEndpoint
+from app.mcp_http import ADMIN_KEY, PRINCIPAL_KEY, McpEndpoint
 from app.mcp_tools import (
     ToolSearchOut,
     check_arguments,
@@ -31,6 +32,7 @@ from app.mcp_tools import (
     success,
     tool_body,
 )
+from app.respond import record, shown_to
 from app.runtime import Runtime, run_blocking
 from suli import __version__
 from suli.auth import authenticate
@@ -85,6 +87,10 @@ class Access(Protocol):
 
     async def principal(self, ctx: Context, searcher: Searcher) -> Principal: ...
 
+    def admin(self, ctx: Context) -> bool:
+        """Whether the caller's token is an admin's (phase timings go to admins only)."""
+        ...
+
     def record(self, route: str, body: dict[str, Any]) -> None: ...
 
 
@@ -94,13 +100,17 @@ class TokenAccess:
     def __init__(self, searcher: Searcher, token: str) -> None:
         self._searcher = searcher
         self._token = token
+        self._admin = False  # as of the last check (one token for the whole connection)
 
     async def searcher(self) -> Searcher:
         return self._searcher
 
     async def principal(self, ctx: Context, searcher: Searcher) -> Principal:
-        principal, _ = await run_blocking(authenticate, searcher.backend, self._token)
+        principal, self._admin = await run_blocking(authenticate, searcher.backend, self._token)
         return principal
+
+    def admin(self, ctx: Context) -> bool:
+        return self._admin
 
     def record(self, route: str, body: dict[str, Any]) -> None:
         """Nothing to record: a stdio server has no metrics endpoint."""
@@ -122,10 +132,11 @@ class HttpAccess:
             raise Unauthorized("missing bearer token (header `Authorization: Bearer <token>`)")
         return principal
 
+    def admin(self, ctx: Context) -> bool:
+        return getattr(ctx.request_context.request, "scope", {}).get(ADMIN_KEY) is True
+
     def record(self, route: str, body: dict[str, Any]) -> None:
-        self.runtime.metrics.observe_phases(route, body["timings_ms"])
-        for d in body["degraded"]:
-            self.runtime.metrics.degraded.labels(leg=d["leg"]).inc()
+        record(self.runtime, route, body)
 
 
 def _arguments(ctx: Context) -> dict[str, Any]:
@@ -155,6 +166,7 @@ async def library_search_impl(access: Access, ctx: Context, args: dict[str, Any]
         lambda offset: searcher.cursor_at(principal.id, req, offset),
     )
     access.record("mcp:library_search", body)
+    body = shown_to(body, access.admin(ctx))
     heading = (
         f"library_search {req.query!r}" if req.query else "library_search (browse, newest first)"
     )
@@ -192,6 +204,7 @@ async def library_related_impl(
         return failure(e)
     body = tool_body(resp, cap, notes, settings.max_response_bytes)
     access.record("mcp:library_related", body)
+    body = shown_to(body, access.admin(ctx))
     heading = f"library_related {item_id}" if item_id else f"library_related card {title!r}"
     return success(heading, body)
 
@@ -426,13 +439,22 @@ def build_server(access: Access) -> MCPServer:
     return server
 
 
+class NamedRoute(Route):
+    """A Starlette route that puts itself on the scope as FastAPI's routes do, so the request
+    line and the metrics name /mcp by its template instead of `unmatched`."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        return (match, {**child, "route": self}) if match is not Match.NONE else (match, child)
+
+
 def mount(app: FastAPI) -> None:
     """Serve the MCP tools at /mcp over streamable HTTP, started and stopped with the app."""
     runtime: Runtime = app.state.runtime
     endpoint = McpEndpoint(build_server(HttpAccess(runtime)), runtime)
     # A plain ASGI route (not a FastAPI endpoint): the SDK reads the request body itself.
     app.router.routes.append(
-        Route(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
+        NamedRoute(MCP_PATH, endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False)
     )
     inner = app.router.lifespan_context
 

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from http import HTTPStatus
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+# Every label takes its values from a known set: a label copied from the request (the raw method,
+# the raw path) let one client add series without end (3,000 invented methods took /metrics from
+# 77 kB to 5.5 MB, 10,000 long ones to 401 MB, and the memory was never freed).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"})
+OTHER_METHOD = "other"
+UNMATCHED_ROUTE = "unmatched"
+STATUSES = frozenset(s.value for s in HTTPStatus)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0)
 
@@ -74,6 +83,22 @@ def server_timing(timings_ms: Mapping[str, float]) -> str:
     )
 
 
+def method_label(method: str) -> str:
+    """The standard methods by name, any other as one value."""
+    return method if method in METHODS else OTHER_METHOD
+
+
+def route_label(scope: Scope) -> str:
+    """The matched route's template (a bounded set: the app's routes), else one value."""
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) and path else UNMATCHED_ROUTE
+
+
+def status_label(status: int) -> str:
+    """A registered HTTP status by its code, any other by its class (`5xx`)."""
+    return str(status) if status in STATUSES else f"{max(1, min(status // 100, 5))}xx"
+
+
 class MetricsMiddleware:
     """Counts and times every HTTP request by its route template (not its raw path).
 
@@ -106,9 +131,8 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = scope.get("route")
-            # Unmatched paths share one label, so random URLs cannot blow up the series count.
-            name = getattr(route, "path", None) or "unmatched"
-            method = scope.get("method", "")
-            self.metrics.requests.labels(route=name, method=method, status=str(status)).inc()
+            name, method = route_label(scope), method_label(scope.get("method", ""))
+            self.metrics.requests.labels(
+                route=name, method=method, status=status_label(status)
+            ).inc()
             self.metrics.latency.labels(route=name, method=method).observe(time.perf_counter() - t0)

@@ -14,6 +14,7 @@ import logging
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
@@ -22,6 +23,18 @@ from suli.errors import BackendUnavailable, RateLimited
 log = logging.getLogger(__name__)
 
 DAY_S = 86_400
+
+
+class SharedStoreUnavailable(BackendUnavailable):
+    """The shared store does not answer. Its message names the setting, never the URL, so a
+    caller may read it: it says which backend failed (not the search backend)."""
+
+    public = True
+
+    def __init__(
+        self, message: str = "the shared store (SULI_SHARED_STORE) does not answer"
+    ) -> None:
+        super().__init__(message)
 
 
 class Limiter(Protocol):
@@ -129,8 +142,8 @@ class SharedRateLimiter:
                 raise self._refused(self._day, key, "daily limit", self.per_day)
         except StorageError as e:
             log.warning("the shared rate-limit store (SULI_SHARED_STORE) is unreachable: %s", e)
-            raise BackendUnavailable(
-                "the shared rate-limit store (SULI_SHARED_STORE) is unreachable"
+            raise SharedStoreUnavailable(
+                "the shared store (SULI_SHARED_STORE) does not answer; cannot count rate limits"
             ) from e
 
     def _refused(self, item: object, key: str, what: str, limit: int) -> RateLimited:
@@ -142,3 +155,44 @@ class SharedRateLimiter:
             limit=limit,
             retry_after=wait,
         )
+
+
+KNOWN_TOKEN_S = 86_400.0  # a token seen valid stays exempt from its address's budget this long
+KNOWN_TOKENS_MAX = 100_000  # hashes kept (~15 MB at most), least recently seen dropped first
+
+
+class KnownTokens:
+    """Hashes of tokens this process has seen open a session recently (a bounded LRU).
+
+    Membership only picks a path (exempt from the guessing budget, the one-request search): the
+    token is still checked on every request, and a failed check forgets it.
+    """
+
+    def __init__(
+        self,
+        capacity: int = KNOWN_TOKENS_MAX,
+        ttl_s: float = KNOWN_TOKEN_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.capacity, self.ttl_s, self.clock = capacity, ttl_s, clock
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[str, float] = OrderedDict()
+
+    def add(self, token_hash: str) -> None:
+        with self._lock:
+            self._seen[token_hash] = self.clock()
+            self._seen.move_to_end(token_hash)
+            while len(self._seen) > self.capacity:
+                self._seen.popitem(last=False)
+
+    def recent(self, token_hash: str) -> bool:
+        with self._lock:
+            at = self._seen.get(token_hash)
+            return at is not None and self.clock() - at < self.ttl_s
+
+    def forget(self, token_hash: str) -> None:
+        with self._lock:
+            self._seen.pop(token_hash, None)
+
+    def __len__(self) -> int:
+        return len(self._seen)

@@ -59,9 +59,11 @@ async def _search(
     read in the search's own request."""
     req = _request(params, runtime.settings)
     if isinstance(caller, Bearer):
-        principal, resp = await search_as(runtime, caller, req, deadline)
+        session, resp = await search_as(runtime, caller, req, deadline)
+        assert session.principal is not None
+        principal, admin = session.principal, session.admin
     else:
-        principal = caller.principal
+        principal, admin = caller.principal, caller.admin
         resp = await run_blocking(
             searcher.search, principal, req, deadline, caller.acls, deadline=deadline
         )
@@ -72,6 +74,7 @@ async def _search(
         runtime,
         "/api/v1/search",
         lambda offset: searcher.cursor_at(principal_id, req, offset),
+        admin=admin,
     )
 
 
@@ -125,7 +128,7 @@ async def search_post(
 )
 async def related(
     body: RelatedRequest,
-    principal: PrincipalDep,
+    caller: CallerDep,
     searcher: SearcherDep,
     deadline: DeadlineDep,
     runtime: RuntimeDep,
@@ -145,6 +148,7 @@ async def related(
     card = None
     if body.item_id is None:
         card = Card(body.title or "", body.spec, tuple(body.references))
+    principal = caller.principal
     resp = await run_blocking(
         lambda: searcher.related(
             principal,
@@ -156,7 +160,9 @@ async def related(
         ),
         deadline=deadline,
     )
-    return finish_search(response_json(resp), response, runtime, "/api/v1/related")
+    return finish_search(
+        response_json(resp), response, runtime, "/api/v1/related", admin=caller.admin
+    )
 
 
 @router.get(

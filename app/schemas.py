@@ -186,7 +186,8 @@ class PrincipalRequest(_In):
 
 
 class Timings(BaseModel):
-    """Milliseconds, rounded to 0.1: `total`, and one entry per phase the request ran."""
+    """Milliseconds: `total`, and for an admin token one entry per phase the request ran, to
+    0.1 ms; any other token gets only `total`, in whole milliseconds (DESIGN 3.11)."""
 
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, float] = Field(init=False)

@@ -94,6 +94,24 @@ class FdBudget:
     backlog: int
 
 
+# One IPv6 client usually holds a whole /64 (SLAAC, privacy addresses): counting per address
+# let one host spread its connections over as many addresses as it liked.
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_key(host: str) -> str:
+    """What the per-client cap counts under: an IPv4 address, or an IPv6 address's /64."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/{IPV6_CLIENT_PREFIX}", strict=False))
+    return str(address)
+
+
 def per_client_cap(setting: int | None, connections: int) -> int:
     """Connections one client address may hold: the setting, else a share of the cap."""
     cap = setting if setting is not None else max(PER_CLIENT_MIN, connections // PER_CLIENT_SHARE)
@@ -128,6 +146,7 @@ class ServeConfig(uvicorn.Config):
         max_connections: int,
         header_timeout_s: float,
         body_timeout_s: float,
+        body_total_timeout_s: float | None = None,
         max_connections_per_client: int | None = None,
         trusted_proxies: tuple[Network, ...] = (),
         **kwargs: Any,
@@ -138,6 +157,7 @@ class ServeConfig(uvicorn.Config):
         self.trusted_proxies = trusted_proxies
         self.header_timeout_s = header_timeout_s
         self.body_timeout_s = body_timeout_s
+        self.body_total_timeout_s = body_total_timeout_s
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -145,8 +165,10 @@ class GuardedH11Protocol(H11Protocol):
 
     uvicorn only times out idle keep-alive connections between requests: a client that sends
     half a request head holds its socket forever. Here the head must be complete within
-    header_timeout_s of the connection (or of its first byte on a kept-alive connection), and
-    the body may pause at most body_timeout_s between reads; otherwise 408 and close.
+    header_timeout_s of the connection (or of its first byte on a kept-alive connection), the
+    body may pause at most body_timeout_s between reads, and the whole body must arrive within
+    body_total_timeout_s of its head (a sender of one byte every 20 s held its connection for as
+    long as it liked while the pause timer restarted on every byte); otherwise 408 and close.
     """
 
     _last_refused_log = 0.0
@@ -154,6 +176,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._guard: asyncio.TimerHandle | None = None
+        self._body_guard: asyncio.TimerHandle | None = None  # the whole body's deadline
         self._counted: str | None = None  # the client address this connection is counted under
         super().connection_made(transport)
         cap = getattr(self.config, "max_connections", None)
@@ -165,7 +188,8 @@ class GuardedH11Protocol(H11Protocol):
         self._arm(self._header_timeout)
 
     def _admit_client(self) -> bool:
-        """Count the connection under its peer address; refuse it past the per-client cap.
+        """Count the connection under its peer address (an IPv6 peer under its /64: client_key);
+        refuse it past the per-client cap.
 
         A trusted proxy is exempt: its connections carry many clients, so the cap per client
         belongs at the proxy (docs/operations.md, "Behind a load balancer").
@@ -176,12 +200,13 @@ class GuardedH11Protocol(H11Protocol):
             return True
         if is_trusted(host, getattr(self.config, "trusted_proxies", ())):
             return True
+        key = client_key(host)
         counts = _open_per_client(self.server_state)
-        if counts[host] >= per_client:
-            self._refuse(_CLIENT_REFUSED, f"per-client connection limit reached ({host})")
+        if counts[key] >= per_client:
+            self._refuse(_CLIENT_REFUSED, f"per-client connection limit reached ({key})")
             return False
-        counts[host] += 1
-        self._counted = host
+        counts[key] += 1
+        self._counted = key
         return True
 
     @property
@@ -213,11 +238,38 @@ class GuardedH11Protocol(H11Protocol):
         state = self.conn.their_state
         if state is h11.SEND_BODY:
             self._arm(float(getattr(self.config, "body_timeout_s", 30.0)))  # idle between reads
+            self._arm_body()
         elif state is h11.IDLE:
+            self._disarm_body()
             if self._guard is None:  # the first bytes of a new head on a kept-alive connection
                 self._arm(self._header_timeout)
         else:
             self._disarm()  # the request arrived whole: the app's own deadline applies now
+            self._disarm_body()
+
+    def _arm_body(self) -> None:
+        """Start the whole body's clock once, when its first bytes (or its head) arrive."""
+        total = getattr(self.config, "body_total_timeout_s", None)
+        if total is not None and self._body_guard is None:
+            self._body_guard = self.loop.call_later(float(total), self._on_body_deadline)
+
+    def _disarm_body(self) -> None:
+        if self._body_guard is not None:
+            self._body_guard.cancel()
+            self._body_guard = None
+
+    def _on_body_deadline(self) -> None:
+        self._body_guard = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.SEND_BODY:
+            return
+        if self.flow.read_paused:  # the app is not reading: not the client's fault
+            self._body_guard = self.loop.call_later(self._header_timeout, self._on_body_deadline)
+            return
+        self._disarm()
+        cycle = getattr(self, "cycle", None)
+        if cycle is None or not cycle.response_started:  # the app has not answered: say why
+            self.transport.write(_TIMED_OUT)
+        self.transport.close()
 
     def _on_guard(self) -> None:
         self._guard = None
@@ -236,10 +288,12 @@ class GuardedH11Protocol(H11Protocol):
             # Answered before the body arrived (401, 413): read no more of it, close shortly.
             self.flow.pause_reading()
             self._disarm()
+            self._disarm_body()
             self._guard = self.loop.call_later(LINGER_S, self.transport.close)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._disarm_body()
         if self._counted is not None:
             counts = _open_per_client(self.server_state)
             counts[self._counted] -= 1
@@ -356,6 +410,7 @@ def build_config(
         max_connections=fds.connections,
         header_timeout_s=settings.header_timeout_s,
         body_timeout_s=settings.body_timeout_s,
+        body_total_timeout_s=settings.body_total_timeout_s,
         max_connections_per_client=per_client_cap(
             settings.max_connections_per_client, fds.connections
         ),

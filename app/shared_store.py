@@ -3,19 +3,29 @@
 Without one, each process counts its own limits and keeps the cursor secret in a file under
 SULI_HOME, which serves the workers of one host; replicas on several hosts need either this
 store or one SULI_CURSOR_SECRET set on all of them.
+
+The secret kept in the store is never replaced silently: a running process writes its secret
+back when the store lost it (a restart with no persistence, a FLUSHALL), and when another
+replica wrote a new one first, every running process takes that one (Runtime.check_shared_store)
+and logs that cursors it made before are no longer accepted. SULI_CURSOR_SECRET avoids all of
+this and is what production should set.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
+from typing import Any
 
 from pydantic import SecretStr
 
-from app.ratelimit import Limiter, RateLimiter, SharedRateLimiter
-from suli.errors import BackendUnavailable
+from app.ratelimit import Limiter, RateLimiter, SharedRateLimiter, SharedStoreUnavailable
 from suli.settings import Settings
 
+log = logging.getLogger(__name__)
+
 SECRET_KEY = "suli:cursor-secret"
+STORE_TIMEOUT_S = 2.0  # a readiness check must answer well within a probe's period
 
 
 def limiters(settings: Settings) -> tuple[Limiter, Limiter]:
@@ -39,18 +49,51 @@ def with_shared_cursor_secret(settings: Settings) -> Settings:
     """
     if settings.cursor_secret is not None or settings.shared_store is None:
         return settings
-    import redis
-
-    client = redis.Redis.from_url(settings.shared_store.get_secret_value())
+    store = SharedStore(settings.shared_store)
     try:
-        client.set(SECRET_KEY, secrets.token_hex(32), nx=True)
-        value = client.get(SECRET_KEY)
-    except redis.RedisError as e:
-        raise BackendUnavailable(
-            "the shared store (SULI_SHARED_STORE) is unreachable; cannot read the cursor secret"
-        ) from e
+        value = store.cursor_secret(secrets.token_hex(32))
     finally:
-        client.close()
-    if not isinstance(value, bytes) or not value:
-        raise BackendUnavailable("the shared store (SULI_SHARED_STORE) holds no cursor secret")
-    return settings.model_copy(update={"cursor_secret": SecretStr(value.decode())})
+        store.close()
+    return settings.model_copy(update={"cursor_secret": SecretStr(value)})
+
+
+class SharedStore:
+    """A client of the shared store for readiness and the cursor secret (the limiters keep
+    their own, through the `limits` library)."""
+
+    def __init__(self, url: SecretStr) -> None:
+        import redis
+
+        self._client: Any = redis.Redis.from_url(
+            url.get_secret_value(),
+            socket_timeout=STORE_TIMEOUT_S,
+            socket_connect_timeout=STORE_TIMEOUT_S,
+        )
+
+    def ping(self) -> None:
+        import redis
+
+        try:
+            self._client.ping()
+        except redis.RedisError as e:
+            raise SharedStoreUnavailable() from e
+
+    def cursor_secret(self, mine: str) -> str:
+        """The store's cursor secret; `mine` is written first when the store holds none."""
+        import redis
+
+        try:
+            self._client.set(SECRET_KEY, mine, nx=True)
+            value = self._client.get(SECRET_KEY)
+        except redis.RedisError as e:
+            raise SharedStoreUnavailable(
+                "the shared store (SULI_SHARED_STORE) does not answer; cannot read the cursor secret"
+            ) from e
+        if not isinstance(value, bytes) or not value:
+            raise SharedStoreUnavailable(
+                "the shared store (SULI_SHARED_STORE) holds no cursor secret"
+            )
+        return value.decode()
+
+    def close(self) -> None:
+        self._client.close()

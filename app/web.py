@@ -14,8 +14,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from app import logs
 from app.deps import RuntimeDep
 from app.errors import public_error, status_of
+from app.respond import rounded, shown_to
 from app.runtime import Runtime, run_blocking
 from app.tokens import client_address, session_for
 from app.web_view import (
@@ -87,8 +89,9 @@ def _to_signin(request: Request) -> RedirectResponse:
 
 async def _caller(
     request: Request, runtime: Runtime, deadline: Deadline
-) -> tuple[Searcher, Principal] | None:
-    """The signed-in principal from the cookie, or None (no or a revoked token)."""
+) -> tuple[Searcher, Principal, bool] | None:
+    """The signed-in principal from the cookie and whether its token is an admin's, or None
+    (no or a revoked token)."""
     token = request.cookies.get(COOKIE)
     if not token:
         return None
@@ -97,8 +100,10 @@ async def _caller(
     except Unauthorized:
         return None
     assert session.principal is not None
+    logs.note(principal=session.principal.id)
     runtime.limiter.check(session.principal.id)
-    return await run_blocking(runtime.searcher, deadline=deadline), session.principal
+    searcher = await run_blocking(runtime.searcher, deadline=deadline)
+    return searcher, session.principal, session.admin
 
 
 def _same_origin(request: Request) -> None:
@@ -177,7 +182,7 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
         caller = await _caller(request, runtime, deadline)
         if caller is None:
             return _to_signin(request)
-        searcher, who = caller
+        searcher, who, admin = caller
         principal = who
         body, error, status, previous = None, None, 200, None
         try:
@@ -185,7 +190,7 @@ async def search_page(request: Request, runtime: RuntimeDep) -> Response:
                 form.q, **form.search_args(), max_query_chars=runtime.settings.max_query_chars
             )
             resp = await run_blocking(searcher.search, principal, req, deadline, deadline=deadline)
-            body = response_json(resp)
+            body = shown_to(rounded(response_json(resp)), admin)  # phases: admins only
             facets = body["facets"]  # over this search's matches: the counts add up to it
             previous = previous_url(
                 form, body["offset"], lambda at: searcher.cursor_at(principal.id, req, at)
@@ -223,7 +228,7 @@ async def item_page(item_id: str, request: Request, runtime: RuntimeDep) -> Resp
         caller = await _caller(request, runtime, deadline)
         if caller is None:
             return _to_signin(request)
-        searcher, who = caller
+        searcher, who, admin = caller
         principal = who
         item, res = await run_blocking(searcher.get, principal, item_id, deadline=deadline)
         related, related_error = None, None
@@ -234,7 +239,7 @@ async def item_page(item_id: str, request: Request, runtime: RuntimeDep) -> Resp
                 ),
                 deadline=deadline,
             )
-            related = response_json(resp)
+            related = shown_to(rounded(response_json(resp)), admin)
         except SuliError as e:  # the item still shows; only its related list failed
             related_error = e
         boards = {

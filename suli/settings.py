@@ -144,6 +144,12 @@ class Settings(BaseSettings):
     # Log lines on stderr: `text` for people, `json` (one object a line) to ship.
     log_format: Literal["text", "json"] = "text"
     secure_cookies: bool = False  # always mark the session cookie Secure (else: on https only)
+    # The bearer token /metrics requires (a Prometheus scrape's `authorization`); unset: /metrics
+    # answers anyone who reaches it (bind it to a private network then; docs/operations.md).
+    metrics_token: SecretStr | None = None
+    # A whole request body must arrive within this many seconds (body_timeout_s bounds each
+    # pause): a sender of one byte per pause held its connection for as long as it liked.
+    body_total_timeout_s: float = Field(default=60.0, gt=0)
 
     @field_validator("outcome_weights")
     @classmethod

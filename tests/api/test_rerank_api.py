@@ -62,9 +62,9 @@ def ids(body: dict[str, Any]) -> list[str]:
     return [r["id"] for r in body["results"]]
 
 
-def search(client: TestClient, world: World, **params: Any) -> dict[str, Any]:
+def search(client: TestClient, world: World, who: str = "ana", **params: Any) -> dict[str, Any]:
     r = client.get(
-        "/api/v1/search", params=params, headers={"Authorization": f"Bearer {world.tokens['ana']}"}
+        "/api/v1/search", params=params, headers={"Authorization": f"Bearer {world.tokens[who]}"}
     )
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
@@ -80,10 +80,11 @@ def test_mmr_from_settings_moves_near_duplicates_down(dup_world: World, tmp_path
         off = search(plain, dup_world, **QUERY)
     with TestClient(create_app(settings(dup_world, tmp_path, rerank="mmr"))) as diverse:
         mmr = search(diverse, dup_world, **QUERY)
+        timed = search(diverse, dup_world, "admin", **QUERY)  # phases go to admins only
     assert off["rerank"] == "off"
     assert set(ids(off)[:3]) == DUP_IDS  # near-copies crowd the top without reranking
     assert mmr["rerank"] == "applied"
-    assert "rerank" in mmr["timings_ms"]
+    assert "rerank" in timed["timings_ms"]
     assert ids(mmr)[0] == ids(off)[0]
     assert len(DUP_IDS & set(ids(mmr)[:3])) == 1  # one copy on top; the others give way
     assert ids(mmr).index("itm_canary") < ids(off).index("itm_canary")
