@@ -17,9 +17,10 @@ the stems agree on every token and the tokens on every document.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import regex
 from nltk.stem.porter import PorterStemmer
@@ -31,29 +32,42 @@ MAX_TOKEN_CHARS = 255
 
 # ---- the tokenizer ----------------------------------------------------------------------------
 # Two paths, one rule. Text of letters, digits and punctuation (all of NFCorpus, most of what
-# agents write) goes through one stdlib pattern, 10x faster than a general UAX#29 segmenter in
-# Python; text with a character that pattern does not model (ideographs and kana, which UAX#29
-# breaks per character; South-East Asian scripts; emoji, which Lucene keeps as tokens; format
-# and joiner characters) goes through the `regex` module's UAX#29 word boundaries.
+# agents write) goes through stdlib patterns, 10x faster than a general UAX#29 segmenter in
+# Python; text with a character they do not model (ideographs and kana, which UAX#29 breaks
+# per character; South-East Asian scripts; emoji, which Lucene keeps as tokens; combining
+# marks; superscript digits; format and joiner characters) goes through the `regex` module's
+# UAX#29 word boundaries.
 #
-# The pattern's joins are UAX#29's rules WB6-WB13b: letters across MidLetter (: · ...) or
-# MidNumLetQ (' . ’ ...), digits across MidNum (, ; ...) or MidNumLetQ, letters and digits
-# side by side, and `_` (ExtendNumLet) between or around any of them.
-_LET = r"[^\W\d_\u00b2\u00b3\u00b9\u00bc-\u00be\u2070-\u209f\u2150-\u218f\u2460-\u24ff]"  # no super-/subscript digit, fraction, roman or circled numeral
-_MARK = r"[\u0300-\u036f]"  # combining accents (Extend): part of the word they follow
-_MID_LETTER = r"[:\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
-_MID_NUM = r"[,;\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
-_LETS = rf"(?:{_LET}{_MARK}*)+"
-_DIGS = r"(?:\d" + _MARK + r"*)+"
+# The fast path finds runs of word characters and joiners (_CHUNK); a run of only letters and
+# digits is one token (UAX#29 WB5, WB8-WB10), the rare other run is split by _TOKEN, which
+# spells out the joins of WB6-WB13b: letters across MidLetter (: · ...) or MidNumLetQ
+# (' . ’ ...), digits across MidNum (, ; ...) or MidNumLetQ, letters and digits side by side,
+# and `_` (ExtendNumLet) between or around any of them.
+_MIDS = (
+    ":\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a"  # MidLetter
+    ",;\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b"  # MidNum
+    "'.\u2018\u2019\u2024\ufe52\uff07\uff0e"  # MidNumLetQ
+)
+# Split (not finditer): one C call gives every run, and the offsets come from their lengths.
+# © and ® are tokens of their own (emoji, to Lucene), common in abstracts' copyright lines.
+_CHUNKS = re.compile(rf"([\u00a9\u00ae]|\w+(?:[{_MIDS}]\w+)*)")
+_LETS = r"[^\W\d_]+"
+_DIGS = r"\d+"
+_MID_LETTER = "[:\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
+_MID_NUM = "[,;\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
 _UNIT = rf"(?:{_LETS}(?:{_MID_LETTER}{_LETS})*|{_DIGS}(?:{_MID_NUM}{_DIGS})*)"
 _TOKEN = re.compile(rf"_*{_UNIT}(?:_*{_UNIT})*_*")
-# What the fast pattern does not model; any one of these sends the text to the slow path.
+_CHUNK = re.compile(rf"\w+(?:[{_MIDS}]\w+)*")
+_AFTER_JOIN = re.compile(rf"\w[{_MIDS}]")
+# What the fast path does not model; any one of these sends the text to the slow path.
 _COMPLEX = re.compile(
-    "[\u00a9\u00ae\u02b0-\u02ff\u0590-\u05ff\u0e00-\u0fff\u1000-\u109f\u1780-\u17ff"
-    "\u180b-\u180e\u200b-\u200f\u2028-\u202e\u203c\u2049\u2060-\u206f\u2100-\u2bff"
+    "[\u00b2\u00b3\u00b9\u00bc-\u00be\u02b0-\u036f\u0483-\u0489"
+    "\u0590-\u05ff\u0610-\u061a\u064b-\u065f\u0900-\u0fff\u1000-\u109f\u1780-\u17ff"
+    "\u180b-\u180e\u1ab0-\u1aff\u1dc0-\u1dff\u200b-\u200f\u2028-\u202e\u203c\u2049"
+    "\u2060-\u209f\u20d0-\u21ff\u2300-\u23ff\u2460-\u27bf\u2900-\u297f\u2b00-\u2bff"
     "\u2e80-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
-    "\uf900-\ufaff\ufe00-\ufe0f\ufeff\uff00-\uffef\U00010000-\U0010ffff]"
-)
+    "\ufb1d-\ufb4f\ufe00-\ufe0f\ufe20-\ufe2f\ufeff\uff00-\uffef\U00010000-\U0010ffff]"
+)  # (not the math operators, common in text and never a token: the fast path drops them)
 # A run of a South-East Asian script is one token in Lucene (UAX#29 alone breaks it per letter).
 _SEGMENT = regex.compile(r"(?wV1)\p{Line_Break=SA}+|\b.+?\b", regex.DOTALL)
 _WORDLIKE = regex.compile(
@@ -62,17 +76,67 @@ _WORDLIKE = regex.compile(
 )
 
 
-def tokens(text: str) -> Iterator[tuple[int, int]]:
+def tokens(text: str) -> list[tuple[int, int]]:
     """The (start, end) character offsets of the standard tokenizer's tokens, in order."""
     if _COMPLEX.search(text) is None:
-        spans: Iterator[tuple[int, int]] = (m.span() for m in _TOKEN.finditer(text))
+        parts = _CHUNKS.split(text)
+        ends = list(itertools.accumulate(map(len, parts)))
+        spans = []
+        for chunk, start, end in zip(parts[1::2], ends[::2], ends[1::2], strict=False):
+            if chunk.isalnum() or chunk in ("\u00a9", "\u00ae"):
+                spans.append((start, end))
+            else:
+                spans += [(start + a, start + b) for a, b in _joined(chunk)]
     else:
-        spans = (m.span() for m in _SEGMENT.finditer(text) if _WORDLIKE.search(m.group()))
-    for start, end in spans:
-        while end - start > MAX_TOKEN_CHARS:
-            yield start, start + MAX_TOKEN_CHARS
-            start += MAX_TOKEN_CHARS
-        yield start, end
+        spans = [m.span() for m in _SEGMENT.finditer(text) if _WORDLIKE.search(m.group())]
+    if any(b - a > MAX_TOKEN_CHARS for a, b in spans):
+        spans = [piece for a, b in spans for piece in _pieces(a, b)]
+    return spans
+
+
+def starts_pattern(firsts: Iterable[str]) -> re.Pattern[str]:
+    """A pattern finding where a token may begin with one of `firsts` (lower-case letters,
+    any case matched): for tokens_at."""
+    cls = "".join(re.escape(c) for c in sorted(firsts))
+    return re.compile(rf"(?<!\w)[{cls}]", re.IGNORECASE)
+
+
+def tokens_at(text: str, starts: re.Pattern[str]) -> list[tuple[int, int]] | None:
+    """The tokens of text beginning where `starts` matches (and the others of their word
+    runs), without tokenizing the rest: a page's text is mostly words no query word begins
+    like. None when text needs the full tokenizer (the slow path, a token cut at 255
+    characters, or a candidate inside a run of joined words, as "1,a" holds "a")."""
+    if _COMPLEX.search(text) is not None:
+        return None
+    spans: list[tuple[int, int]] = []
+    done = 0
+    for m in starts.finditer(text):
+        at = m.start()
+        if at < done:
+            continue  # inside the run just tokenized
+        if at >= 2 and _AFTER_JOIN.match(text, at - 2):
+            return None
+        run = _CHUNK.match(text, at)
+        assert run is not None  # `starts` matches a word character
+        chunk, done = run.group(), run.end()
+        if len(chunk) > MAX_TOKEN_CHARS:
+            return None
+        if chunk.isalnum():
+            spans.append(run.span())
+        else:
+            spans += [(at + a, at + b) for a, b in _joined(chunk)]
+    return spans
+
+
+def _joined(chunk: str) -> Iterator[tuple[int, int]]:
+    return (t.span() for t in _TOKEN.finditer(chunk))
+
+
+def _pieces(start: int, end: int) -> Iterator[tuple[int, int]]:
+    while end - start > MAX_TOKEN_CHARS:
+        yield start, start + MAX_TOKEN_CHARS
+        start += MAX_TOKEN_CHARS
+    yield start, end
 
 
 def words(text: str) -> list[str]:
@@ -98,11 +162,14 @@ def stem(word: str) -> str:
     return _STEMMER.stem(word, to_lowercase=False)
 
 
+def unpossessive(token: str) -> str:
+    """The token without a trailing possessive 's (EnglishPossessiveFilter)."""
+    return token[:-2] if token.endswith(_POSSESSIVE) else token
+
+
 def english_term(token: str) -> str | None:
     """The `english` analyzer's term for one token; None for a stop word."""
-    if token.endswith(_POSSESSIVE):
-        token = token[:-2]
-    low = lower(token)
+    low = lower(unpossessive(token))
     if not low or low in ENGLISH_STOPWORDS:
         return None
     return stem(low)

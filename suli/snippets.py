@@ -59,6 +59,8 @@ class Matcher:
     fuzzy: tuple[tuple[str, int], ...]  # (word, edits allowed)
     prefix: str | None
     firsts: frozenset[str]  # every rule fixes the first letter: the others are never looked up
+    starts: re.Pattern[str]  # where a token may begin with one of them (analysis.tokens_at)
+    heads: tuple[str, ...]  # what a word must begin with to stem to a term or the prefix
 
 
 def matcher(query: str, text_fields: TextFieldsMode) -> Matcher:
@@ -81,7 +83,15 @@ def matcher(query: str, text_fields: TextFieldsMode) -> Matcher:
         prefix = prefix_word(query)
     terms.discard("")
     firsts = {t[0] for t in terms} | {w[0] for w in fuzzy} | ({prefix[0]} if prefix else set())
-    return Matcher(stemmed, frozenset(terms), tuple(fuzzy.items()), prefix, frozenset(firsts))
+    return Matcher(
+        stemmed,
+        frozenset(terms),
+        tuple(fuzzy.items()),
+        prefix,
+        frozenset(firsts),
+        analysis.starts_pattern(firsts),
+        tuple({t[:-1] for t in terms} | ({prefix[:-1]} if prefix else set())),
+    )
 
 
 def is_match(term: str, m: Matcher) -> bool:
@@ -100,15 +110,42 @@ def is_match(term: str, m: Matcher) -> bool:
     return False
 
 
+def may_match(low: str, m: Matcher) -> bool:
+    """False when a lower-cased word cannot stem to a marked term, told without stemming it
+    (a cold stem costs ~30 us; most candidate words fail here). A Porter stem keeps the
+    word's letters but its last: stem[:-1] is a prefix of the word (tests/unit/
+    test_snippets.py holds this), so a word stemming to t begins with t[:-1], and one whose
+    stem is within k edits of w has a prefix within k + 1 edits of w, of length len(w) - k - 1
+    to len(w) + k - 1."""
+    if low.startswith(m.heads):
+        return True
+    for word, edits in m.fuzzy:
+        if low[0] != word[0]:
+            continue
+        for n in range(max(1, len(word) - edits - 1), min(len(low), len(word) + edits - 1) + 1):
+            if OSA.distance(low[:n], word, score_cutoff=edits + 1) <= edits + 1:
+                return True
+    return False
+
+
 def marks(text: str, m: Matcher) -> list[tuple[int, int]]:
     """The (start, end) offsets of the tokens of text the query marks."""
     out = []
-    for start, end in analysis.tokens(text):
+    firsts = m.firsts
+    # In the english terms, a token's first letter is its term's; plain terms fold accents.
+    spans = analysis.tokens_at(text, m.starts) if m.stemmed and firsts else None
+    for start, end in analysis.tokens(text) if spans is None else spans:
+        first = text[start]
+        if first not in firsts:  # most tokens stop here, before any analysis
+            low = first.lower()
+            if low not in firsts and (low.isascii() or analysis.fold(low)[:1] not in firsts):
+                continue
         token = text[start:end]
-        first = token[0].lower()
-        if first not in m.firsts and analysis.fold(first)[:1] not in m.firsts:
-            continue
-        term = analysis.english_term(token) if m.stemmed else analysis.plain_term(token)
+        if m.stemmed:
+            low = analysis.lower(analysis.unpossessive(token))
+            term = analysis.english_term(token) if low and may_match(low, m) else None
+        else:
+            term = analysis.plain_term(token)
         if term and is_match(term, m):
             out.append((start, end))
     return out
