@@ -19,11 +19,12 @@ word that only another (maybe invisible) item holds.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from rapidfuzz.distance import OSA
@@ -59,10 +60,13 @@ class Matcher:
     fuzzy: tuple[tuple[str, int], ...]  # (word, edits allowed)
     prefix: str | None
     firsts: frozenset[str]  # every rule fixes the first letter: the others are never looked up
-    starts: re.Pattern[str]  # where a token may begin with one of them (analysis.tokens_at)
+    starts: tuple[re.Pattern[str], re.Pattern[str]]  # where such tokens are (tokens_at)
     heads: tuple[str, ...]  # what a word must begin with to stem to a term or the prefix
+    # Verdicts by token, kept while the matcher is (matcher() is cached): a page repeats words.
+    seen: dict[str, bool] = field(default_factory=dict, compare=False, hash=False)
 
 
+@functools.lru_cache(maxsize=256)
 def matcher(query: str, text_fields: TextFieldsMode) -> Matcher:
     """The text leg's words for `query` (its `q.text`, `q.text_fields`)."""
     stemmed = text_fields == "stemmed"
@@ -71,7 +75,8 @@ def matcher(query: str, text_fields: TextFieldsMode) -> Matcher:
         terms = {t for t in map(analysis.english_term, toks) if t}
     else:
         terms = {analysis.plain_term(t) for t in toks}
-    terms.update(analysis.path_terms(query))
+    # A path term can equal a field's term only if it is one token ("alcohol:" is not).
+    terms.update(t for t in analysis.path_terms(query) if analysis.words(t) == [t])
     fuzzy: dict[str, int] = {}
     prefix: str | None = None
     if stemmed:  # the typo clauses (opensearch_bodies.typo_clauses): none for common words
@@ -131,24 +136,36 @@ def may_match(low: str, m: Matcher) -> bool:
 def marks(text: str, m: Matcher) -> list[tuple[int, int]]:
     """The (start, end) offsets of the tokens of text the query marks."""
     out = []
-    firsts = m.firsts
+    firsts, seen = m.firsts, m.seen
+    if len(seen) > SEEN_MAX:
+        seen.clear()
     # In the english terms, a token's first letter is its term's; plain terms fold accents.
     spans = analysis.tokens_at(text, m.starts) if m.stemmed and firsts else None
     for start, end in analysis.tokens(text) if spans is None else spans:
-        first = text[start]
-        if first not in firsts:  # most tokens stop here, before any analysis
-            low = first.lower()
-            if low not in firsts and (low.isascii() or analysis.fold(low)[:1] not in firsts):
-                continue
         token = text[start:end]
-        if m.stemmed:
-            low = analysis.lower(analysis.unpossessive(token))
-            term = analysis.english_term(token) if low and may_match(low, m) else None
-        else:
-            term = analysis.plain_term(token)
-        if term and is_match(term, m):
+        hit = seen.get(token)
+        if hit is None:
+            hit = seen[token] = _marked(token, m)
+        if hit:
             out.append((start, end))
     return out
+
+
+SEEN_MAX = 50_000  # verdicts kept per matcher (a few MB at most)
+
+
+def _marked(token: str, m: Matcher) -> bool:
+    first = token[0]
+    if first not in m.firsts:  # most tokens stop here, before any analysis
+        low = first.lower()
+        if low not in m.firsts and (low.isascii() or analysis.fold(low)[:1] not in m.firsts):
+            return False
+    if m.stemmed:
+        low = analysis.lower(analysis.unpossessive(token))
+        term = analysis.english_term(token) if low and may_match(low, m) else None
+    else:
+        term = analysis.plain_term(token)
+    return bool(term) and is_match(term, m)
 
 
 def snippet(
