@@ -75,6 +75,8 @@ def test_marks_the_query_words_by_their_stems_and_nothing_else() -> None:
     # "state", two edits from "statin".
     assert _marks(body, "statin cancer") == ["Statins", "cancer", "statin", "cancers", "cancel"]
     assert _marks("Cats and cat's CAT", "cat") == ["Cats", "cat's", "CAT"]
+    # A stem that is no prefix of its word: "happy" and "happiness" both stem to "happi".
+    assert _marks("A happy baby.", "happiness babies") == ["happy", "baby"]
 
 
 def test_marks_one_typo_corrections_with_the_first_letter_fixed() -> None:
