@@ -79,7 +79,7 @@ def run(n_queries: int = 323, repeat: int = 5) -> dict[str, Any]:
     far = far[: HUGE_CHARS - 14] + " statin cancer"
     near = ("statin cancer " + filler)[:HUGE_CHARS]
     huge: dict[str, list[float]] = {"far": [], "near": []}
-    q, page = ps[0]
+    page = ps[0][1]
     for _ in range(repeat):
         for name, body in (("far", far), ("near", near)):
             page9 = [*page[: PAGE - 1], {"title": "huge", "body": body}]

@@ -53,7 +53,9 @@ _MIDS = (
 _CHUNKS = re.compile(rf"([\u00a9\u00ae]|\w+(?:[{_MIDS}]\w+)*)")
 _LETS = r"[^\W\d_]+"
 _DIGS = r"\d+"
-_MID_LETTER = "[:\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
+_MID_LETTER = (
+    "[:\u00b7\u0387\u055f\u05f4\u2027\ufe13\ufe55\uff1a'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
+)
 _MID_NUM = "[,;\u037e\u0589\u060c\u060d\u066c\u07f8\u2044\ufe10\ufe14\ufe50\ufe54\uff0c\uff1b'.\u2018\u2019\u2024\ufe52\uff07\uff0e]"
 _UNIT = rf"(?:{_LETS}(?:{_MID_LETTER}{_LETS})*|{_DIGS}(?:{_MID_NUM}{_DIGS})*)"
 _TOKEN = re.compile(rf"_*{_UNIT}(?:_*{_UNIT})*_*")

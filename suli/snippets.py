@@ -165,7 +165,7 @@ def _marked(token: str, m: Matcher) -> bool:
         term = analysis.english_term(token) if low and may_match(low, m) else None
     else:
         term = analysis.plain_term(token)
-    return bool(term) and is_match(term, m)
+    return is_match(term, m) if term else False
 
 
 def snippet(

@@ -53,7 +53,9 @@ def test_typo_copies_keep_the_first_letter_and_change_one_word() -> None:
         assert len(changed) == 1 and changed[0][0][0] == changed[0][1][0]
 
 
-def test_fidelity_bench_runs_end_to_end(opensearch_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fidelity_bench_runs_end_to_end(
+    opensearch_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert fidelity.main(["--url", opensearch_url, "--docs", "200", "--queries", "5"]) == 0
     out = capsys.readouterr().out
     assert "fidelity" in out and "text hits" in out

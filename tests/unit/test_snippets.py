@@ -269,9 +269,7 @@ def test_marks_agree_with_an_independent_oracle(
 @settings(max_examples=300, deadline=None)
 @given(
     st.text(
-        alphabet=st.one_of(
-            st.characters(codec="utf-8"), st.sampled_from("ab1_'.,:;’ -©①²é\u0301")
-        ),
+        alphabet=st.one_of(st.characters(codec="utf-8"), st.sampled_from("ab1_'.,:;’ -©①²é\u0301")),
         max_size=60,
     )
 )
