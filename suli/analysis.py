@@ -50,6 +50,7 @@ _MIDS = (
 )
 # Split (not finditer): one C call gives every run, and the offsets come from their lengths.
 # © and ® are tokens of their own (emoji, to Lucene), common in abstracts' copyright lines.
+_SYMBOLS = ("\u00a9", "\u00ae")
 _CHUNKS = re.compile(rf"([\u00a9\u00ae]|\w+(?:[{_MIDS}]\w+)*)")
 _LETS = r"[^\W\d_]+"
 _DIGS = r"\d+"
@@ -136,7 +137,7 @@ def tokens(text: str) -> list[tuple[int, int]]:
         ends = list(itertools.accumulate(map(len, parts)))
         spans = []
         for chunk, start, end in zip(parts[1::2], ends[::2], ends[1::2], strict=False):
-            if chunk.isalnum() or chunk in ("\u00a9", "\u00ae"):
+            if chunk.isalnum() or chunk in _SYMBOLS:
                 spans.append((start, end))
             else:
                 spans += [(start + a, start + b) for a, b in _joined(chunk)]
@@ -190,7 +191,7 @@ def tokens_at(
     spans: list[tuple[int, int]] = []
     for m in runs.finditer(text):
         chunk = m.group()
-        if chunk.isalnum():
+        if chunk.isalnum() or chunk in _SYMBOLS:
             if len(chunk) > MAX_TOKEN_CHARS:
                 return None
             spans.append(m.span())

@@ -124,6 +124,7 @@ def test_words_stay_whole_as_lucenes_standard_tokenizer_keeps_them() -> None:
     assert _marks(text, "o'reilly") == ["O'Reilly's"]  # the possessive goes, as in the index
     assert _marks(text, "mail 3.14") == ["3.14", "mail"]
     assert _marks("1,abc 2.5mg", "abc") == ["abc"]  # a failed join inside a run of words
+    assert _marks("Herbalife® ©", "herbalife®") == ["Herbalife", "®"]  # emoji, to Lucene
 
 
 def test_snippets_are_html_safe_on_hostile_text_and_queries() -> None:
