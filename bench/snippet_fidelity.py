@@ -135,7 +135,12 @@ def compare_field(text: str, frag: str | None, m: snippets.Matcher) -> list[tupl
     if at < 0:  # not found verbatim (should not happen): compare on the fragment alone
         core = [plain[a:b] for a, b in snippets.marks(plain, m)]
     else:
-        core = [text[a:b] for a, b in snippets.marks(text, m) if at <= a and b <= at + len(plain)]
+        # A fragment may end inside a token ("Alliance’s" cut after "Alliance"): the engine
+        # marks what of it the fragment holds, so the core's marks are cut to it too.
+        end = at + len(plain)
+        core = [
+            text[max(a, at) : min(b, end)] for a, b in snippets.marks(text, m) if a < end and b > at
+        ]
     out = [("engine", t) for t in (Counter(engine) - Counter(core)).elements()]
     return out + [("core", t) for t in (Counter(core) - Counter(engine)).elements()]
 

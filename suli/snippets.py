@@ -30,6 +30,7 @@ from typing import Literal
 from rapidfuzz.distance import OSA
 
 from suli import analysis
+from suli.models import Item
 from suli.text import ENGLISH_STOPWORDS, max_edits, prefix_word, typo_words, words
 
 PASSAGE_WORDS = 40
@@ -192,6 +193,16 @@ def snippet(
                 if spans:
                     return fragment(scanned, spans, more=len(scanned) < len(text))
     return best_passage(fields.get("body") or fields.get("caption") or "", query)
+
+
+def item_snippet(item: Item, query: str, text_fields: TextFieldsMode, word_hit: bool) -> str:
+    """snippet() of a page item: its title, body and caption."""
+    return snippet(
+        {"title": item.title, "body": item.body, "caption": item.caption},
+        query,
+        text_fields,
+        word_hit,
+    )
 
 
 def cap_text(text: str, limit: int) -> str:

@@ -13,12 +13,14 @@ from pytest import MonkeyPatch
 
 from suli import analysis
 from suli.analysis import words as words_of
+from suli.models import Item
 from suli.snippets import (
     FRAGMENT_CHARS,
     SCAN_CHARS,
     TextFieldsMode,
     best_passage,
     clip,
+    item_snippet,
     marks,
     matcher,
     passages,
@@ -152,6 +154,12 @@ def test_fields_are_tried_body_then_caption_then_title() -> None:
     assert snippet(fields, "statin", "stemmed", True) == "a <mark>statin</mark> caption"
     fields["caption"] = ""
     assert snippet(fields, "statin", "stemmed", True) == "<mark>statin</mark> title"
+
+
+def test_a_page_item_is_snippeted_from_its_title_body_and_caption() -> None:
+    item = Item(id="i", workspace="w", title="Statins", body="", caption="a statin caption")
+    assert item_snippet(item, "statin", "stemmed", True) == "a <mark>statin</mark> caption"
+    assert item_snippet(item, "statin", "stemmed", False) == "a statin caption"
 
 
 def test_meaning_only_hits_and_unmarked_text_hits_show_the_best_passage() -> None:
