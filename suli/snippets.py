@@ -118,7 +118,7 @@ def is_match(term: str, m: Matcher) -> bool:
 
 def may_match(low: str, m: Matcher) -> bool:
     """False when a lower-cased word cannot stem to a marked term, told without stemming it
-    (a cold stem costs ~30 us; most candidate words fail here). A Porter stem keeps the
+    (a cold stem costs ~15 us; most candidate words fail here). A Porter stem keeps the
     word's letters but its last: stem[:-1] is a prefix of the word (tests/unit/
     test_snippets.py holds this), so a word stemming to t begins with t[:-1], and one whose
     stem is within k edits of w has a prefix within k + 1 edits of w, of length len(w) - k - 1
