@@ -11,7 +11,13 @@ from suli import porter
 
 NLTK = PorterStemmer(mode=PorterStemmer.MARTIN_EXTENSIONS)
 # The steps' suffixes, so generated words reach every rule.
-SUFFIXES = ["ational", "tional", "enci", "anci", "izer", "bli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness", "aliti", "iviti", "biliti", "logi", "icate", "ative", "alize", "iciti", "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "sion", "tion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "ing", "ed", "s", "ies", "sses", "eed", "y", "ly", "e", "ll", "at", "bl", "iz", "ss"]
+_SUFFIX_TEXT = (
+    "ational tional enci anci izer bli alli entli eli ousli ization ation ator alism "
+    "iveness fulness ousness aliti iviti biliti logi icate ative alize iciti ical ful "
+    "ness al ance ence er ic able ible ant ement ment ent ion sion tion ou ism ate iti "
+    "ous ive ize ing ed s ies sses eed y ly e ll at bl iz ss"
+)
+SUFFIXES = tuple(_SUFFIX_TEXT.split())
 
 
 def test_known_words_stem_as_lucene_stems_them() -> None:
