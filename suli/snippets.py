@@ -50,6 +50,10 @@ SCAN_CHARS = 10_000
 SNIPPET_FIELDS = ("body", "caption", "title")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
 TextFieldsMode = Literal["stemmed", "plain"]
+# Matchers (one per query and field set) kept, and each one's verdicts by word: a page's
+# candidate words fit, and all of them together stay ~130,000 entries.
+MATCHERS = 64
+SEEN_MAX = 2_048
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +71,7 @@ class Matcher:
     seen: dict[str, bool] = field(default_factory=dict, compare=False, hash=False)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=MATCHERS)
 def matcher(query: str, text_fields: TextFieldsMode) -> Matcher:
     """The text leg's words for `query` (its `q.text`, `q.text_fields`)."""
     stemmed = text_fields == "stemmed"
@@ -150,9 +154,6 @@ def marks(text: str, m: Matcher) -> list[tuple[int, int]]:
         if hit:
             out.append((start, end))
     return out
-
-
-SEEN_MAX = 50_000  # verdicts kept per matcher (a few MB at most)
 
 
 def _marked(token: str, m: Matcher) -> bool:
