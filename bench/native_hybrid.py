@@ -27,11 +27,10 @@ import devcluster
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_vectors, summarise
 from suli.backends import keys
-from suli.backends.base import LegQuery
+from suli.backends.base import LegQuery, TextFields
 from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch_bodies import (
     SOURCE_EXCLUDES,
-    highlight,
     text_leg,
     text_match,
     vector_leg,
@@ -42,6 +41,41 @@ from suli.service import Searcher
 from suli.settings import Settings
 from suli.text import only_common_words
 from suli.visibility import Visibility, visibility_for
+
+# The highlight block Suli's page fetch sent before the core made every snippet (suli.snippets):
+# the native query carries it, so both sides show marked fragments; bench.snippet_fidelity
+# compares the core's marks with the engine's under it.
+HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
+    "stemmed": ["title", "body", "caption"],
+    "plain": ["title.plain", "body.plain", "caption.plain"],
+}
+# How far into a field the highlighter analyses, in UTF-16 code units (Java's string length):
+# without it OpenSearch fails the whole search when a matching item's field is longer than
+# `index.highlight.max_analyzed_offset` (1,000,000 by default), and the validator admits a
+# body of 1,000,000 characters, which an emoji doubles. Past this offset a long body simply
+# gives no fragment. It may not exceed the index setting, so it is that setting's default.
+HIGHLIGHT_MAX_OFFSET = 1_000_000
+
+
+def highlight(words: dict[str, Any], flavour: TextFields) -> dict[str, Any]:
+    """One fragment per field of the page's items, marked where `words` (the text leg's
+    scoring clause, text_match) match them. Never the leg's filters: the highlighter marks
+    every term a query names, and a filter's values ("artifact", a tag) would be marked
+    wherever they stand in an item's text as if they had been searched for."""
+    return {
+        "encoder": "html",
+        "pre_tags": ["<mark>"],
+        "post_tags": ["</mark>"],
+        "fragment_size": 160,
+        "number_of_fragments": 1,
+        # The query names the combined field; the fragments come from title, body and
+        # caption, which share its analyzer, so their terms are the query's terms.
+        "require_field_match": False,
+        "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
+        "highlight_query": words,
+        "fields": {f: {} for f in HIGHLIGHT_FIELDS[flavour]},
+    }
+
 
 PIPELINE = "suli-bench-rrf"
 PLUGIN = "neural-search"  # devcluster.plugins.KNOWN: org.opensearch.plugin:neural-search:2.19.1.0

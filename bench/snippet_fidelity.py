@@ -3,7 +3,7 @@ unified highlighter marks, under today's page highlight request, on NFCorpus.
 
 NFCorpus documents go into a fresh index made from mappings/items.json's text analysis (no
 vectors: only the words matter). Each query (test queries, and a one-typo copy of each) runs
-as the text leg's scoring clause with opensearch_bodies.highlight; for every hit and every
+as the text leg's scoring clause with bench.native_hybrid.highlight (the block the page fetch sent before); for every hit and every
 highlighted field (title, body, caption) the engine's fragment is compared with the core's
 marks on the same text: the same marked tokens, or no fragment and no core mark. A hit agrees
 when all its fields do. Prints the figure and each difference with its cause.
@@ -30,7 +30,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch, helpers
 
-from bench import nfcorpus
+from bench import native_hybrid, nfcorpus
 from suli import analysis, snippets
 from suli.backends import opensearch_bodies as bodies
 from suli.text import only_common_words
@@ -154,7 +154,7 @@ def run(client: OpenSearch, index: str, queries: list[str]) -> Report:
             "size": PAGE,
             "query": match,
             "_source": list(FIELDS),
-            "highlight": bodies.highlight(match, flavour),
+            "highlight": native_hybrid.highlight(match, flavour),
         }
         resp = client.search(index=index, body=body)
         m = snippets.matcher(q, flavour)

@@ -24,14 +24,13 @@ def fill(
     ranked: Sequence[str],
     limit: int,
     hits: dict[str, Hit],
-    text_ids: set[str],
-) -> tuple[dict[str, tuple[Item, tuple[str, ...]]], Filled]:
+) -> tuple[dict[str, Item], Filled]:
     """The page: the first `limit` of `ranked` the caller may still see, in order. An item
     that became invisible (or stopped passing the filters) between the legs and this
     fetch is skipped and the page refilled from the next ranked ids (another fetch, only
     then); `consumed` says how far into `ranked` the page reached, for the next cursor.
     The words' check (`fetch.words_of`) rides on the first fetch."""
-    shown: dict[str, tuple[Item, tuple[str, ...]]] = {}
+    shown: dict[str, Item] = {}
     asked: set[str] = set()
     seen: set[str] = set()
     words: frozenset[str] | None = None
@@ -45,7 +44,6 @@ def fill(
         q = replace(
             fetch,
             ids=tuple(batch),
-            highlight_ids=tuple(i for i in batch if i in text_ids),
             replacements=tuple(dict.fromkeys((*extra, *sorted(reps)))),
             words_of=check,
         )
@@ -57,7 +55,7 @@ def fill(
             words = got.word_matches
         for i in batch:
             if i in got.items:
-                shown[i] = (got.items[i], got.highlights.get(i, ()))
+                shown[i] = got.items[i]
     return shown, Filled(pos, frozenset(asked), frozenset(seen), words)
 
 

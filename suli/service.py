@@ -41,7 +41,7 @@ from suli.pages import fill, named_replacements
 from suli.ranking import Ranked, rank
 from suli.related import Card, card_of, card_query, check_card, direct_references
 from suli.settings import Settings
-from suli.snippets import best_passage, clip
+from suli.snippets import clip, item_snippet
 from suli.text import only_common_words, words
 from suli.validate import lookup_id, shown_provenance, shown_url
 from suli.visibility import Visibility, visibility_for
@@ -426,16 +426,17 @@ class Searcher:
         )
         shown, used = ph.run(
             "fetch",
-            lambda: fill(self.backend, fetch, listed[start:], req.limit, hits, text_ids),
+            lambda: fill(self.backend, fetch, listed[start:], req.limit, hits),
         )
         total, relation, facets = counted if counted is not None else count(used.word_matches)
         results: list[Result] = []
-        for item_id, (item, hl) in shown.items():
+        for item_id, item in shown.items():
             if item_id in pref_by_id:
                 results.append(self._result(item, 0.0, clip(item.body or item.caption), None, kept))
                 continue
             r = by_id[item_id]
-            snippet = hl[0] if hl else best_passage(item.body or item.caption, text)
+            # Made here from the item's own text, the same on every backend (DESIGN 3.8).
+            snippet = item_snippet(item, text, query.text_fields, item_id in text_ids)
             explain = None
             if req.explain:
                 f = r.fused

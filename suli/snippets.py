@@ -39,7 +39,7 @@ SNIPPET_CHARS = 240
 # bounded however large a body is (a huge body must not make a search slow), as the
 # embedded highlights are.
 PASSAGE_SCAN_CHARS = 10_000
-# A fragment is the length of OpenSearch's `fragment_size` (opensearch_bodies.highlight) ...
+# A fragment is the length of OpenSearch's `fragment_size` (bench.native_hybrid.highlight, the block the engine highlighted with) ...
 FRAGMENT_CHARS = 160
 # ... picked from this many leading characters of a field: a page's snippets cost the same
 # whatever its bodies hold (a 1,000,000-character body is marked in its first 10,000). A word
@@ -197,9 +197,10 @@ def snippet(
 
 
 def item_snippet(item: Item, query: str, text_fields: TextFieldsMode, word_hit: bool) -> str:
-    """snippet() of a page item: its title, body and caption."""
+    """snippet() of a page item: its title, body and caption (a binary's body is not text:
+    never searched, never shown; DESIGN 1)."""
     return snippet(
-        {"title": item.title, "body": item.body, "caption": item.caption},
+        {"title": item.title, "body": "" if item.is_binary else item.body, "caption": item.caption},
         query,
         text_fields,
         word_hit,

@@ -97,16 +97,16 @@ class LegResults:
 @dataclass(frozen=True)
 class PageQuery:
     """The page of a search, fetched after fusion: the items (in `ids`, ranked) the caller
-    may still see under the search's filters, their highlights and the replacements named
+    may still see under the search's filters (the core makes their snippets from them,
+    suli.snippets) and the replacements named
     by superseded items that the caller may see, in one request where the backend allows."""
 
     vis: Visibility
     ids: tuple[str, ...]
     filters: Filters = field(default_factory=Filters)
     regex: str | None = None
-    text: str | None = None  # the text leg's words, to highlight (None: no highlight)
+    text: str | None = None  # the text leg's words (for the words' check: `words_of`)
     text_fields: TextFields = "stemmed"
-    highlight_ids: tuple[str, ...] = ()  # the page's text-leg hits: only these are highlighted
     replacements: tuple[str, ...] = ()  # superseded_by ids to check for visibility
     # Meaning-only hits (found under the search's visibility and filters) to check against
     # the text leg's words (Page.word_matches), for an exact `total` without a count of its
@@ -124,7 +124,6 @@ class PageQuery:
 @dataclass(frozen=True)
 class Page:
     items: dict[str, Item] = field(default_factory=dict)  # visible ones among PageQuery.ids
-    highlights: dict[str, tuple[str, ...]] = field(default_factory=dict)  # marked fragments
     replacements: frozenset[str] = frozenset()  # the visible ones among PageQuery.replacements
     # The ones among PageQuery.words_of the words match; None when not checked.
     word_matches: frozenset[str] | None = None
@@ -207,7 +206,7 @@ class ItemIndex(Protocol):
     def search(self, query: LegQuery) -> LegResults: ...
 
     def page(self, query: PageQuery) -> Page:
-        """The page's items, highlights and visible replacements (see PageQuery)."""
+        """The page's items and visible replacements (see PageQuery)."""
         ...
 
     def browse(

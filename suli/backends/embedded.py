@@ -59,11 +59,6 @@ def _rowids(joined: str | None) -> IntArray:
     return np.fromstring(joined, dtype=np.int64, sep=",") if joined else np.empty(0, np.int64)
 
 
-def _fields(item: Item) -> tuple[str, str, str]:
-    """An item's highlighted fields in HIGHLIGHT_COLUMNS order (body, caption, title)."""
-    return (item.body, item.caption, item.title)
-
-
 class EmbeddedBackend:
     """Items, vectors, ACLs, principals and token hashes in one SQLite file (WAL mode)."""
 
@@ -111,7 +106,7 @@ class EmbeddedBackend:
             conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             conn.create_function("suli_regex", 3, q.regex_sql, deterministic=True)
-            for ddl in (*q.scratch_schema(), *typos.vocab_schema()):
+            for ddl in typos.vocab_schema():
                 conn.execute(ddl)
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'items'").fetchone():
                 for ddl in typos.log_triggers():  # else _init_schema adds them
@@ -387,7 +382,7 @@ class EmbeddedBackend:
 
     def page(self, query: PageQuery) -> Page:
         """The page's rows under visibility and filters (read again, in a transaction of its
-        own), FTS5 highlights for its text hits only, and the visible replacements."""
+        own) and the visible replacements; the core makes the snippets (suli.snippets)."""
         if query.regex:
             q.compile_regex(query.regex)
         where, params = q.where(query.vis, query.filters, query.regex)
@@ -402,9 +397,6 @@ class EmbeddedBackend:
                     [*params, *part],
                 ):
                     items[row[0]] = q.row_item(row)
-            wanted = set(query.highlight_ids)
-            marked = {r: it for r, it in items.items() if it.id in wanted}
-            snippets = self._page_highlights(c, query, marked)
             seen: set[str] = set()
             if query.replacements:
                 vwhere, vparams = q.where(query.vis, Filters(), hidden_ok=True)
@@ -414,96 +406,7 @@ class EmbeddedBackend:
                     f"SELECT i.id FROM items i WHERE {vwhere} AND i.id IN ({marks})",
                     [*vparams, *reps],
                 )}  # fmt: skip
-        highlights: dict[str, tuple[str, ...]] = {}
-        for rowid, item in items.items():
-            raw = (item.body, item.caption, item.title)
-            if any(q.MARK_OPEN in s or q.MARK_CLOSE in s for s in raw):
-                frags: tuple[str, ...] = ()  # the text itself holds a marker: no safe highlight
-            else:
-                frags = tuple(h for h in map(q.highlight_html, snippets.get(rowid, ())) if h)
-            highlights[item.id] = frags
-        return Page({it.id: it for it in items.values()}, highlights, frozenset(seen))
-
-    def _page_highlights(
-        self, c: sqlite3.Connection, query: PageQuery, items: dict[int, Item]
-    ) -> dict[int, tuple[str, ...]]:
-        """Marks for the page's text hits: their exact words and corrections (the same
-        vocabulary rule as the leg: only words of items the caller may see)."""
-        if query.text is None or not items:
-            return {}
-        tm = self._text_match(c, query.vis, query.text, query.text_fields)
-        expr = tm.either or tm.prefix
-        if expr is None:
-            return {}
-        table = q.FTS_TABLES[query.text_fields if tm.either else "plain"]
-        # Huge fields are highlighted from a capped copy (see FULL_HIGHLIGHT_CHARS).
-        long = {
-            r: it for r, it in items.items() if max(map(len, _fields(it))) > q.FULL_HIGHLIGHT_CHARS
-        }
-        snippets = self._highlights(c, table, expr, [r for r in items if r not in long])
-        flavour = query.text_fields if tm.either else "plain"
-        return snippets | self._capped_highlights(c, flavour, expr, long)
-
-    @staticmethod
-    def _highlights(
-        c: sqlite3.Connection, table: str, expr: str, rowids: Sequence[int]
-    ) -> dict[int, tuple[str, ...]]:
-        """Marked fragments (body, caption, title) of the returned rows.
-
-        FTS5's highlight() marks every hit in one pass over a field (linear; each row is its
-        own SQLite step, so the deadline stops the query between rows); the fragment is then
-        picked in Python from the first HIGHLIGHT_CHARS of it. FTS5's snippet() scored a
-        window per hit over every hit, quadratic inside one uninterruptible step (a deadline could
-        not stop it).
-        """
-        if not rowids:
-            return {}
-        marks = ", ".join("?" * len(rowids))
-        # `+rowid` keeps the IN list out of FTS5's index: one sequential pass over the
-        # matches beats a doclist seek per rowid (measured 2-3x at 100k items).
-        return {
-            rowid: tuple(q.best_window(m) for m in marked if m and q.MARK_OPEN in m)
-            for rowid, *marked in c.execute(
-                f"SELECT f.rowid, {q.highlight_columns(table)} FROM {table} f "
-                f"WHERE {table} MATCH ? AND +f.rowid IN ({marks})",
-                [expr, *rowids],
-            )
-        }
-
-    @staticmethod
-    def _capped_highlights(
-        c: sqlite3.Connection, flavour: TextFields, expr: str, items: dict[int, Item]
-    ) -> dict[int, tuple[str, ...]]:
-        """As _highlights, for rows with a long field: their fields cut to HIGHLIGHT_CHARS go
-        into this connection's temporary scratch tables (same tokenizer; rolled back with the
-        read transaction when the deadline interrupts it) and are highlighted there."""
-        if not items:
-            return {}
-        fts = q.SCRATCH_FTS[flavour]
-        rows = [
-            (r, *(q.cap_text(t) for t in (it.title, it.body, it.caption)))
-            for r, it in items.items()
-        ]
-        c.execute(f"INSERT INTO temp.{fts}({fts}) VALUES ('delete-all')")
-        c.execute(f"DELETE FROM temp.{q.SCRATCH_SRC}")
-        c.executemany(f"INSERT INTO temp.{q.SCRATCH_SRC} VALUES (?, ?, ?, ?)", rows)
-        c.executemany(
-            f"INSERT INTO temp.{fts}(rowid, title, body, caption) VALUES (?, ?, ?, ?)", rows
-        )
-        out = {
-            rowid: tuple(
-                q.best_window(m, more=len(full) > q.HIGHLIGHT_CHARS)
-                for m, full in zip(marked, _fields(items[rowid]), strict=True)
-                if m and q.MARK_OPEN in m
-            )
-            for rowid, *marked in c.execute(
-                f"SELECT rowid, {q.highlight_columns(fts)} FROM temp.{fts} WHERE {fts} MATCH ?",
-                [expr],
-            )
-        }
-        c.execute(f"INSERT INTO temp.{fts}({fts}) VALUES ('delete-all')")
-        c.execute(f"DELETE FROM temp.{q.SCRATCH_SRC}")
-        return out
+        return Page({it.id: it for it in items.values()}, frozenset(seen))
 
     def _generation(self, c: sqlite3.Connection) -> Generation:
         """This process's state for the snapshot `c` reads."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import sqlite3
 from collections import Counter
@@ -32,32 +31,14 @@ TOKENIZERS: dict[TextFields, str] = {
 FTS_COLUMNS = ("title", "body", "caption", "path", "tags_text")
 # The same field weights as the OpenSearch text leg, in FTS_COLUMNS order.
 BM25_WEIGHTS = tuple(FIELD_WEIGHTS["tags" if c == "tags_text" else c] for c in FTS_COLUMNS)
-# Highlighted columns (FTS column index) in the order ordered_highlights gives: body first.
-HIGHLIGHT_COLUMNS = (("body", 1), ("caption", 2), ("title", 0))
 # The facets of opensearch_bodies.FACET_FIELDS, in the same order.
 FACET_NAMES = ("kind", "outcome", "board", "agent", "station", "tag")
-FRAGMENT_CHARS = 160  # OpenSearch's fragment_size: the length of a highlighted fragment
-# A fragment is picked from this many leading characters of a highlighted field: the Python
-# work per row stays bounded however large a body is (one huge item must not stall a search). A
-# hit further in still
-# matches and ranks; its snippet is then the service's best passage.
-HIGHLIGHT_CHARS = 10_000
-# Rows with a field longer than this are highlighted in per-connection scratch tables holding
-# their fields cut to HIGHLIGHT_CHARS, indexed with the store's own tokenizers: marking all of
-# a huge body costs time in proportion to it, for a fragment taken from its start. Below it,
-# indexing the copy would cost more than marking the field where it is.
-FULL_HIGHLIGHT_CHARS = 100_000
 # The unstemmed table's distinct words and their document counts (what fts5vocab lists, which
 # walks every posting to find them): kept by every writer in its own transaction
 # (embedded_typos.sync_terms), valid for the generation in meta's 'terms_generation'; a file
 # written by a Suli without it (or before it existed) is read through fts5vocab until a Suli
 # with it opens the file again.
 TERMS_TABLE = "suli_terms"
-SCRATCH_SRC = "suli_hl_src"
-SCRATCH_FTS: dict[TextFields, str] = {"stemmed": "suli_hl_stem", "plain": "suli_hl_plain"}
-# Private-use code points mark a hit inside snippet(); the text around them is HTML-escaped
-# afterwards, then they become <mark> tags (the same contract as OpenSearch's encoder: html).
-MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
 
 ITEM_COLUMNS = (
     "id", "workspace", "kind", "scope", "outcome", "board", "uploader", "agent", "title", "body",
@@ -158,18 +139,6 @@ def migrate_2_to_3(c: sqlite3.Connection) -> None:
     c.execute("DROP TABLE acls")
     c.execute("ALTER TABLE acls_v3 RENAME TO acls")
     c.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
-
-
-def scratch_schema() -> list[str]:
-    """DDL of a connection's temporary highlight tables (external content: cheap to clear)."""
-    ddl = [f"CREATE TEMP TABLE IF NOT EXISTS {SCRATCH_SRC} "
-           "(rowid INTEGER PRIMARY KEY, title TEXT, body TEXT, caption TEXT)"]  # fmt: skip
-    for flavour, table in SCRATCH_FTS.items():
-        ddl.append(
-            f"""CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table} USING fts5(title, body, caption,
-                content='{SCRATCH_SRC}', content_rowid='rowid', tokenize='{TOKENIZERS[flavour]}')"""
-        )
-    return ddl
 
 
 # ---- filters ----------------------------------------------------------------------------------
@@ -304,14 +273,6 @@ def quote_word(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def highlight_html(fragment: str) -> str | None:
-    """A snippet() fragment as HTML with <mark> tags; None when it marks no hit."""
-    if MARK_OPEN not in fragment:
-        return None
-    escaped = html.escape(fragment, quote=False)
-    return escaped.replace(MARK_OPEN, "<mark>").replace(MARK_CLOSE, "</mark>")
-
-
 def bm25_call(table: str, weights: tuple[float, ...] = BM25_WEIGHTS) -> str:
     """FTS5's bm25() with the column weights (negative: lower is better).
 
@@ -319,75 +280,6 @@ def bm25_call(table: str, weights: tuple[float, ...] = BM25_WEIGHTS) -> str:
     row's length (BM25F-like); only the column weights are ours to tune.
     """
     return f"bm25({table}, {', '.join(f'{float(w):g}' for w in weights)})"
-
-
-def cap_text(text: str, limit: int = HIGHLIGHT_CHARS) -> str:
-    """The first `limit` characters of text, cut back to a whitespace so no word is split."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit]
-    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
-    return head[:cut] if cut > 0 else head
-
-
-def highlight_columns(table: str) -> str:
-    """The highlight() calls of the highlighted columns, in HIGHLIGHT_COLUMNS order."""
-    return ", ".join(
-        f"highlight({table}, {col}, '{MARK_OPEN}', '{MARK_CLOSE}')" for _, col in HIGHLIGHT_COLUMNS
-    )
-
-
-def best_window(
-    marked: str, size: int = FRAGMENT_CHARS, scan: int = HIGHLIGHT_CHARS, more: bool = False
-) -> str:
-    """About `size` characters of a highlight() text around the hits: the span holding the
-    most distinct hit words (then the most hits), centred, widened to whole words, with `…`
-    where text was left out. Only the first `scan` characters are looked at; `more`: the
-    text is itself a prefix of the field."""
-    capped = more
-    if len(marked) > scan:
-        capped = True
-        cut = max(marked.rfind(" ", 0, scan), marked.rfind("\n", 0, scan))
-        marked = marked[: cut if cut > 0 else scan]
-    hits: list[tuple[int, int, str]] = []  # (open mark, close mark, word)
-    i = marked.find(MARK_OPEN)
-    while i >= 0:
-        j = marked.find(MARK_CLOSE, i)
-        j = len(marked) if j < 0 else j
-        hits.append((i, j, marked[i + 1 : j].casefold()))
-        i = marked.find(MARK_OPEN, j)
-    n = len(marked)
-    if n <= size or not hits:
-        start, end = 0, min(n, size)
-    else:
-        counts: Counter[str] = Counter()
-        lo, best, best_score = 0, (0, 0), -1
-        for hi, (_, close, word) in enumerate(hits):
-            counts[word] += 1
-            while close - hits[lo][0] >= size and lo < hi:  # keep the hits within `size`
-                counts[hits[lo][2]] -= 1
-                if not counts[hits[lo][2]]:
-                    del counts[hits[lo][2]]
-                lo += 1
-            score = 1000 * len(counts) + hi - lo + 1
-            if score > best_score:
-                best, best_score = (lo, hi), score
-        first, last = hits[best[0]][0], hits[best[1]][1] + 1
-        start = max(0, first - max(0, size - (last - first)) // 2)
-        end = min(n, max(last, start + size))
-        start = max(0, min(start, end - size))
-    if start > 0:  # whole words only: back to the start of the word the window cuts
-        start = max(marked.rfind(" ", 0, start), marked.rfind("\n", 0, start)) + 1
-    if end < n:
-        breaks = [k for k in (marked.find(" ", end), marked.find("\n", end)) if k >= 0]
-        end = min(breaks) if breaks else n
-    text = marked[start:end].strip()
-    opens, closes = text.find(MARK_OPEN), text.find(MARK_CLOSE)
-    if closes >= 0 and (opens < 0 or closes < opens):
-        text = MARK_OPEN + text  # the window starts inside a mark
-    if text.rfind(MARK_OPEN) > text.rfind(MARK_CLOSE):
-        text += MARK_CLOSE  # ... or ends inside one
-    return ("…" if start > 0 else "") + text + ("…" if end < n or capped else "")
 
 
 # ---- rows <-> items ---------------------------------------------------------------------------

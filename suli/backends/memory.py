@@ -9,9 +9,7 @@ outcomes.
 
 from __future__ import annotations
 
-import html
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -123,18 +121,6 @@ def _match_score(item: Item, text: str, fields: TextFields) -> float:
     return exact if exact > 0 else _typo_score(item, text, fields)
 
 
-def _highlight(item: Item, qwords: Sequence[str]) -> tuple[str, ...]:
-    """The first field holding a query word, escaped, with the words marked."""
-    if not qwords:
-        return ()
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, qwords)) + r")\b", re.IGNORECASE)
-    for text in ("" if item.is_binary else item.body, item.caption, item.title):
-        if text and pattern.search(text):
-            escaped = html.escape(text[:300], quote=False)
-            return (pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped),)
-    return ()
-
-
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(x * x for x in b))
@@ -209,11 +195,8 @@ class MemoryBackend:
     def page(self, query: PageQuery) -> Page:
         by_id = {it.id: it for it in self._visible(query.vis, query.filters, query.regex)}
         items = {i: by_id[i] for i in dict.fromkeys(query.ids) if i in by_id}
-        qwords = _query_words(query.text, query.text_fields) if query.text is not None else []
-        wanted = set(query.highlight_ids)
-        highlights = {i: _highlight(it, qwords) if i in wanted else () for i, it in items.items()}
         seen = self.get_many(query.vis, query.replacements)
-        return Page(items, highlights, frozenset(seen))
+        return Page(items, frozenset(seen))
 
     def browse(
         self,

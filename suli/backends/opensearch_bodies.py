@@ -136,16 +136,6 @@ def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> di
     return {"bool": {"should": [exact, *typos], "minimum_should_match": 1}}
 
 
-HIGHLIGHT_FIELDS: dict[TextFields, list[str]] = {
-    "stemmed": ["title", "body", "caption"],
-    "plain": ["title.plain", "body.plain", "caption.plain"],
-}
-# How far into a field the highlighter analyses, in UTF-16 code units (Java's string length):
-# without it OpenSearch fails the whole search when a matching item's field is longer than
-# `index.highlight.max_analyzed_offset` (1,000,000 by default), and the validator admits a
-# body of 1,000,000 characters, which an emoji doubles. Past this offset a long body simply
-# gives no fragment. It may not exceed the index setting, so it is that setting's default.
-HIGHLIGHT_MAX_OFFSET = 1_000_000
 SOURCE_EXCLUDES = ["vector", "embedded_text_sha"]
 MAX_DETERMINIZED_STATES = (
     10_000  # bounds a regex's automaton: a hostile pattern errors, never hangs
@@ -319,26 +309,6 @@ def text_anchor(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
     return body
 
 
-def highlight(words: dict[str, Any], flavour: TextFields) -> dict[str, Any]:
-    """One fragment per field of the page's items, marked where `words` (the text leg's
-    scoring clause, text_match) match them. Never the leg's filters: the highlighter marks
-    every term a query names, and a filter's values ("artifact", a tag) would be marked
-    wherever they stand in an item's text as if they had been searched for."""
-    return {
-        "encoder": "html",
-        "pre_tags": ["<mark>"],
-        "post_tags": ["</mark>"],
-        "fragment_size": 160,
-        "number_of_fragments": 1,
-        # The query names the combined field; the fragments come from title, body and
-        # caption, which share its analyzer, so their terms are the query's terms.
-        "require_field_match": False,
-        "max_analyzer_offset": HIGHLIGHT_MAX_OFFSET,
-        "highlight_query": words,
-        "fields": {f: {} for f in HIGHLIGHT_FIELDS[flavour]},
-    }
-
-
 def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
     """Filtered k-NN: the visibility and filters sit inside the knn clause (no post-filtering).
 
@@ -362,20 +332,9 @@ def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
 
 def page_bodies(q: PageQuery, form: TextForm = TEXT_FORM) -> list[dict[str, Any]]:
     """The page's items under the caller's visibility and the search's filters, applied
-    again (an item made invisible since the legs ran is simply absent): its text hits with
-    highlights of the text leg's words, its meaning-only hits (which show their best passage)
-    in a second body without, so no highlighter runs over an item whose marks are not shown."""
-    marked = set(q.highlight_ids) if q.text is not None else set()
-    lit = [i for i in q.ids if i in marked]
-    plain = [i for i in q.ids if i not in marked]
-    out = []
-    if lit:
-        assert q.text is not None
-        body = _page_body(q, lit)
-        body["highlight"] = highlight(text_match(q.text, q.text_fields, form), q.text_fields)
-        out.append(body)
-    if plain or not out:
-        out.append(_page_body(q, plain))
+    again (an item made invisible since the legs ran is simply absent), and the words' check
+    where `total` needs it. Nothing is highlighted: the core makes the snippets."""
+    out = [_page_body(q, list(q.ids))]
     if q.words_of:
         out.append(words_body(q, form))
     return out

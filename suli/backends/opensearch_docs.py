@@ -113,10 +113,3 @@ def refusal(response: dict[str, Any]) -> str | None:
 def cosine_from_score(score: float) -> float:
     """Lucene's cosinesimil score is (1 + cos) / 2; turn it back into the cosine."""
     return 2.0 * score - 1.0
-
-
-def ordered_highlights(highlight: dict[str, list[str]]) -> tuple[str, ...]:
-    """Fragments, body first: a body passage says more than the title the user already sees."""
-    rank = {"body": 0, "caption": 1, "title": 2}
-    fields = sorted(highlight, key=lambda f: rank.get(f.split(".")[0], 3))
-    return tuple(frag for f in fields for frag in highlight[f])

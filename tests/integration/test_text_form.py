@@ -18,6 +18,7 @@ from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import Filters, Item, Principal
 from suli.settings import Settings
+from suli.snippets import item_snippet
 from suli.visibility import visibility_for
 
 WS = "ws_tf"
@@ -43,15 +44,12 @@ def _search(backend: OpenSearchBackend, text: str, fields: str = "stemmed") -> d
     return {h.id: h for h in legs.text}
 
 
-def _highlights(
-    backend: OpenSearchBackend, text: str, item_id: str, fields: str = "stemmed"
-) -> tuple[str, ...]:
-    """The page fetch's highlights of a text hit (the legs return ids and scores only)."""
+def _snippet(backend: OpenSearchBackend, text: str, item_id: str, fields: str = "stemmed") -> str:
+    """The snippet the core makes of a text hit from the item the page fetch read."""
     assert item_id in _search(backend, text, fields)
     vis = visibility_for(Principal("prn_x", WS), [])
-    page = backend.page(PageQuery(vis, (item_id,), text=text, text_fields=fields,  # type: ignore[arg-type]
-                                  highlight_ids=(item_id,)))  # fmt: skip
-    return page.highlights[item_id]
+    page = backend.page(PageQuery(vis, (item_id,), text=text, text_fields=fields))  # type: ignore[arg-type]
+    return item_snippet(page.items[item_id], text, fields, True)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -86,17 +84,17 @@ def test_every_form_matches_the_same_items(
     assert set(_search(backend, "the", "plain")) == {"itm_png", "itm_the"}
 
 
-def test_highlights_come_from_the_fields_not_the_combined_field(
+def test_snippets_come_from_the_fields_not_the_combined_field(
     backend: OpenSearchBackend,
 ) -> None:
+    """The words are found through the combined field; the snippet marks them where they stand
+    in the item's own fields, body first, HTML-escaped."""
     assert backend.text_form == bodies.TEXT_FORM
-    assert _highlights(backend, "zebra", "itm_h") == (
-        "&lt;script&gt;x&lt;&#x2F;script&gt; <mark>zebra</mark> &amp; co",
-        "a <mark>zebra</mark> caption",
-        "<mark>Zebra</mark> &lt;b&gt;title&lt;&#x2F;b&gt;",
+    assert _snippet(backend, "zebra", "itm_h") == (
+        "&lt;script&gt;x&lt;/script&gt; <mark>zebra</mark> &amp; co"
     )
-    assert _highlights(backend, "the", "itm_the", "plain") == (
-        "<mark>the</mark> end of <mark>the</mark> line",
+    assert _snippet(backend, "the", "itm_the", "plain") == (
+        "<mark>the</mark> end of <mark>the</mark> line"
     )
 
 

@@ -159,11 +159,10 @@ def test_vector_leg_carries_nothing_of_the_words() -> None:
 
 def test_page_asks_which_meaning_hits_the_words_match_under_the_text_legs_query() -> None:
     page = b.PageQuery(
-        VIS, ("itm_2",), FILTERS, "^dep.*", "deploy", "stemmed", ("itm_2",),
-        words_of=("itm_7", "itm_8"),
+        VIS, ("itm_2",), FILTERS, "^dep.*", "deploy", "stemmed", words_of=("itm_7", "itm_8"),
     )  # fmt: skip
     *shown, words = b.page_bodies(page)
-    assert len(shown) == 1 and "highlight" in shown[0]
+    assert len(shown) == 1 and "highlight" not in shown[0]
     check("page_words", words)
     leg = b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 100, regex="^dep.*"))["query"]
     # The text leg's own match narrowed to the ids (which the vector leg found under the
@@ -200,31 +199,17 @@ def test_the_anchor_is_the_text_leg_narrowed_to_the_hit_it_continues_after() -> 
     assert filters == [*leg["query"]["bool"]["filter"], {"term": {"id": "itm_9"}}]
 
 
-def test_page_fetch_reads_the_page_under_visibility_and_filters_with_highlights() -> None:
-    page = b.PageQuery(VIS, ("itm_2", "itm_1"), FILTERS, None, "deploy", "stemmed", ("itm_2",))
-    lit, plain = b.page_bodies(page)
-    check("page", lit)
-    for body, ids in ((lit, ["itm_2"]), (plain, ["itm_1"])):
-        clauses = body["query"]["bool"]["filter"]
-        assert clauses[:-1] == b.filter_clauses(VIS, FILTERS)  # visibility and filters again
-        assert clauses[-1] == {"terms": {"id": ids}} and body["size"] == 1
-        assert body["_source"] == {"excludes": ["vector", "embedded_text_sha"]}
-    # Only the text hit is highlighted, by the text leg's words alone (no filter's values).
-    assert "highlight" not in plain
-    hl = lit["highlight"]
-    assert hl["highlight_query"] == b.text_match("deploy", "stemmed")
-    assert (
-        hl["highlight_query"]
-        == b.text_leg(LegQuery(VIS, FILTERS, "deploy", None, 0))["query"]["bool"]["must"][0]
-    )
-    assert set(hl["fields"]) == {"title", "body", "caption"}
-    # No text hit on the page: one body, no highlight; every hit a text hit: one body too.
-    [only] = b.page_bodies(replace(page, highlight_ids=()))
-    assert "highlight" not in only and only["size"] == 2
-    [every] = b.page_bodies(replace(page, highlight_ids=("itm_1", "itm_2")))
-    assert "highlight" in every and every["query"]["bool"]["filter"][-1] == {
-        "terms": {"id": ["itm_2", "itm_1"]}
-    }
+def test_page_fetch_reads_the_page_under_visibility_and_filters_without_highlights() -> None:
+    """The searched page (where it is not read by id): one body for every id, visibility and
+    filters applied again, nothing highlighted (the core makes the snippets)."""
+    page = b.PageQuery(VIS, ("itm_2", "itm_1"), FILTERS, None, "deploy", "stemmed")
+    [body] = b.page_bodies(page)
+    check("page", body)
+    clauses = body["query"]["bool"]["filter"]
+    assert clauses[:-1] == b.filter_clauses(VIS, FILTERS)  # visibility and filters again
+    assert clauses[-1] == {"terms": {"id": ["itm_2", "itm_1"]}} and body["size"] == 2
+    assert body["_source"] == {"excludes": ["vector", "embedded_text_sha"]}
+    assert "highlight" not in body
 
 
 def test_browse_continues_after_the_last_item() -> None:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suli.backends import embedded_sql
-from suli.backends.base import LegQuery, PageQuery, TextFields
+from suli.backends.base import LegQuery, TextFields
 from suli.backends.embedded import EmbeddedBackend
 from suli.backends.embedded_vectors import Matrix
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
@@ -337,29 +337,6 @@ def test_stemmed_text_matches_word_forms_and_title_weighs_more(store: EmbeddedBa
     assert [h.id for h in legs.text] == ["itm_title", "itm_body"]
     assert legs.text[0].score > legs.text[1].score > 0
     assert "text_took" in legs.timings_ms
-
-
-def test_highlights_are_html_escaped_body_first(store: EmbeddedBackend) -> None:
-    store.upsert([(Item("itm_h", "ws", "Zebra <b>title</b>", body="<script>x</script> zebra & co",
-                        caption="a zebra caption"), axis(0))])  # fmt: skip
-    [hit] = store.search(LegQuery(everyone(), Filters(), "zebra", None, 10)).text
-    assert _highlights(store, hit.id, "zebra") == (
-        "&lt;script&gt;x&lt;/script&gt; <mark>zebra</mark> &amp; co",
-        "a <mark>zebra</mark> caption",
-        "<mark>Zebra</mark> &lt;b&gt;title&lt;/b&gt;",
-    )
-
-
-def test_text_holding_the_marker_characters_gets_no_highlight(store: EmbeddedBackend) -> None:
-    store.upsert([(Item("itm_m", "ws", "zebra", body=f"zebra {embedded_sql.MARK_OPEN}"), axis(0))])
-    [hit] = store.search(LegQuery(everyone(), Filters(), "zebra", None, 10)).text
-    assert _highlights(store, hit.id, "zebra") == ()
-
-
-def _highlights(store: EmbeddedBackend, item_id: str, text: str) -> tuple[str, ...]:
-    """The page fetch's highlights of one text hit (the legs return ids and scores only)."""
-    page = store.page(PageQuery(everyone(), (item_id,), text=text, highlight_ids=(item_id,)))
-    return page.highlights[item_id]
 
 
 def test_binaries_are_found_by_title_path_and_caption_only(store: EmbeddedBackend) -> None:

@@ -196,9 +196,9 @@ class Reads(Workspaces):
         return None
 
     def page(self, query: PageQuery) -> Page:
-        """One `_msearch`: the page (visibility and filters applied again; its text hits
-        highlighted, the others not), which of `words_of` the words match, the replacements'
-        visibility check, and a stored visibility's check (see `_read`)."""
+        """The page by id (`_page_by_id`), or where that does not apply one `_msearch`: the
+        page (visibility and filters applied again), which of `words_of` the words match, the
+        replacements' visibility check, and a stored visibility's check (see `_read`)."""
         if not query.ids and not query.replacements and not query.words_of:
             return Page()
         if query.text is None:
@@ -214,27 +214,16 @@ class Reads(Workspaces):
                 out.append(bodies.ids_body(vis, wanted, source=["id"]))
             return out
 
-        try:
-            got = self._page_answers(query.vis, make)
-        except opensearchpy.RequestError:
-            if query.text is None or not query.highlight_ids:
-                raise
-            # The highlighter refused (e.g. an index whose highlight.max_analyzed_offset is
-            # below ours): the page without highlights, its snippets then best passages.
-            log.warning("the page's highlight was refused; fetching it without highlights")
-            return self.page(replace(query, highlight_ids=()))
-        # The page's bodies (text hits, highlighted, first), then the words' check, then the
-        # replacements' (page_bodies and make above).
+        got = self._page_answers(query.vis, make)
+        # The page's body, then the words' check, then the replacements' (page_bodies, make).
         seen = _ids(got.pop()) if wanted else frozenset()
         words = _words(got.pop()) if query.words_of else None
         items: dict[str, Item] = {}
-        highlights: dict[str, tuple[str, ...]] = {}
         for part in got:
             for h in part["hits"]["hits"]:
                 it = docs.doc_to_item(h["_source"])
                 items[it.id] = it
-                highlights[it.id] = docs.ordered_highlights(h.get("highlight") or {})
-        return Page(items, highlights, seen, words)
+        return Page(items, seen, words)
 
     def _page_by_id(self, query: PageQuery) -> Page | None:
         """The page read by id (`_mget`: each item from the one shard copy that holds it, no
@@ -295,7 +284,7 @@ class Reads(Workspaces):
             if i in found and can_see(now, found[i]) and filtering.passes(found[i], query.filters)
         }
         seen = frozenset(i for i in query.replacements if i in found and can_see(now, found[i]))
-        return Page(items, {}, seen, None)
+        return Page(items, seen, None)
 
     def _keyed_index(self, index: str) -> bool:
         """Whether a physical index keys its items by workspace (`keys.key`), as every index
