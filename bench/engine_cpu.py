@@ -1,28 +1,31 @@
 """What the nodes spend per request: Suli's legs and page fetch against the native hybrid query.
 
     python -m bench.engine_cpu --url http://127.0.0.1:9241 [--n 100000] [--queries 200]
-        [--rounds 2] [--out bench/results/engine_cpu_100k_X.json]
+        [--rounds 2] [--prefix bench-sc] [--out bench/results/engine_cpu_100k_X.json]
 
 Throughput at many clients is bounded by CPU: on a machine whose cores the nodes share, the
 queries per second a side can answer follow the CPU each of its requests costs the nodes.
 This bench measures that cost directly. On an index the scale bench loaded
-(`bench.scale_cluster`), each query goes once through `Searcher.search` (limit 10, a first
-page) and the legs' request (`LegQuery`) and the page request (`PageQuery`) it made are kept.
-Then every kind of request below is replayed over all queries, one at a time, and the nodes'
-process CPU (`_nodes/stats/process`, summed over the nodes) before and after the batch gives
-CPU milliseconds per request; wall milliseconds per request beside it. Kinds:
+(`bench.scale_cluster`, its `--prefix`), each query goes once through `Searcher.search` (limit
+10, a first page) and the legs' request (`LegQuery`) and the page request (`PageQuery`) it made
+are kept. Then every kind of request below is replayed over all queries, one at a time, and
+the nodes' process CPU (`_nodes/stats/process`, summed over the nodes) before and after the
+batch gives CPU milliseconds per request; wall milliseconds per request beside it. Kinds:
 
-    suli_legs                 both legs' `_msearch` as Suli sends it
-    suli_legs_words_clause    the same with the vector leg's named words clause, as the legs
-                              were before the page fetch asked the words' check (each vector
-                              hit then said whether the words match it, on every search)
-    suli_page                 the page fetch as Suli sends it (highlights of its text hits;
-                              the words' check of the meaning-only hits where `total` needs it)
-    suli_page_no_words        the same without the words' check, as before it moved there
-    suli_page_exact_words     its highlight query without the typo clauses
-    suli_page_no_highlight    the page's `_source` only
+    suli_legs                 both legs' `_msearch` as Suli sends it (the text leg counts its
+                              matches up to SULI_TOTAL_COUNT_LIMIT)
+    suli_legs_exact           the same counting every match (`exact_total`, and every search
+                              before totals became free by default)
+    suli_page                 the page as Suli reads it: `_mget` by id from the shard copies
+                              holding it, with the caller's visibility document
+    suli_page_searched        the page as an `ids` search on every shard, nothing highlighted
+                              (the path kept for regex, the words' check and token-only
+                              visibility)
+    suli_page_highlighted     that search with the page's text hits highlighted by the engine,
+                              as every page was read before the core made the snippets
     native_hybrid             one `hybrid` query of the same two legs, RRF pipeline, size 10,
-                              Suli's highlight block (only with neural-search on every node)
+                              the highlight block Suli's page sent before (only with
+                              neural-search on every node)
     native_no_highlight       the same without highlight
 
 Each round replays every kind in turn (the order rotating by round), after a warm-up of 20
@@ -40,34 +43,17 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
-from unittest import mock
 
 from bench.clustered import WORKSPACE
-from bench.native_hybrid import PIPELINE, hybrid_body, put_rrf_pipeline
+from bench.native_hybrid import PIPELINE, highlight, hybrid_body, put_rrf_pipeline
 from bench.replay import loaded_run, recorded, report
 from bench.scale_cluster.concurrency import has_native_hybrid
 from bench.scale_cluster.size import SizeRun
-from bench.typos import typo_clauses_off
 from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery, PageQuery
 from suli.visibility import visibility_for
 
 WARMUP = 20
-
-
-VECTOR_LEG = bodies.vector_leg
-
-
-def vector_leg_with_words(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
-    """The vector leg as it was before the words' check moved to the page fetch: the text
-    leg's scoring clause named inside the k-NN filter, narrowing nothing."""
-    body = VECTOR_LEG(q, ef_search)  # the leg as sent (bodies.vector_leg is this, patched)
-    if q.text is not None:
-        within = body["query"]["knn"]["vector"]["filter"]["bool"]
-        words = bodies.text_match(q.text, q.text_fields)
-        within["should"] = [{"bool": {"filter": [words], "_name": "words"}}]
-        within["minimum_should_match"] = 0
-    return body
 
 
 Kind = tuple[Callable[[int], Any], int]  # request i of n
@@ -78,25 +64,38 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
     """Each kind of request: a function of the request's position, and how many there are
     (a query whose legs found nothing made no page request)."""
     be = run.backend
+    # Which of each page's ids the legs found by their words: the engine highlighted those.
+    text_ids = [{h.id for h in be.search(q).text} for q in legs]
+    by_text = {q.text: ids for q, ids in zip(legs, text_ids, strict=True)}
 
-    def legs_words_clause(i: int) -> Any:
-        with mock.patch.object(bodies, "vector_leg", vector_leg_with_words):
-            return be.search(legs[i])
+    def page_highlighted(i: int) -> Any:
+        q = replace(pages[i], index=None, checked=None)
+        lit = [x for x in q.ids if x in by_text.get(q.text, set())]
+        plain = [x for x in q.ids if x not in lit]
 
-    def page_exact(i: int) -> Any:
-        with typo_clauses_off():
-            return be.page(pages[i])
+        def make(vis: Any) -> list[dict[str, Any]]:
+            out = []
+            for ids, marked in ((lit, True), (plain, False)):
+                if not ids:
+                    continue
+                [body] = bodies.page_bodies(replace(q, vis=vis, ids=tuple(ids), words_of=()))
+                if marked and q.text is not None:
+                    words = bodies.text_match(q.text, q.text_fields)
+                    body["highlight"] = highlight(words, q.text_fields)
+                out.append(body)
+            return out
 
-    def page_plain(i: int) -> Any:
-        return be.page(replace(pages[i], text=None, highlight_ids=(), words_of=()))
+        return be._read_many(q.vis, make, "page")
 
     out: dict[str, Kind] = {
         "suli_legs": (lambda i: be.search(legs[i]), len(legs)),
-        "suli_legs_words_clause": (legs_words_clause, len(legs)),
+        "suli_legs_exact": (lambda i: be.search(replace(legs[i], count_to=None)), len(legs)),
         "suli_page": (lambda i: be.page(pages[i]), len(pages)),
-        "suli_page_no_words": (lambda i: be.page(replace(pages[i], words_of=())), len(pages)),
-        "suli_page_exact_words": (page_exact, len(pages)),
-        "suli_page_no_highlight": (page_plain, len(pages)),
+        "suli_page_searched": (
+            lambda i: be.page(replace(pages[i], index=None, checked=None)),
+            len(pages),
+        ),
+        "suli_page_highlighted": (page_highlighted, len(pages)),
     }
     if native:
         put_rrf_pipeline(be.client)
@@ -156,16 +155,20 @@ def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]
         }
         for name in names
     }
-    summed = ("suli_legs", "suli_page", "suli_legs_words_clause", "suli_page_no_words")
+    summed = ("suli_legs", "suli_page", "suli_legs_exact", "suli_page_highlighted")
     if not set(summed) <= set(out):  # --kinds left some out
         return out
-    suli = out["suli_legs"]["cpu_ms_median"] + out["suli_page"]["cpu_ms_median"]
+    cpu = {k: out[k]["cpu_ms_median"] for k in summed}
+    suli = cpu["suli_legs"] + cpu["suli_page"]
     out["suli_search_cpu_ms"] = round(suli, 2)
-    before = (out["suli_legs_words_clause"]["cpu_ms_median"]
-              + out["suli_page_no_words"]["cpu_ms_median"])  # fmt: skip
-    out["suli_search_cpu_ms_words_in_legs"] = round(before, 2)
+    # As a search read its page before: every match counted, the page searched and highlighted
+    # (without the words' check some of those pages also carried).
+    before = cpu["suli_legs_exact"] + cpu["suli_page_highlighted"]
+    out["suli_search_cpu_ms_before"] = round(before, 2)
     if "native_hybrid" in out:
-        out["suli_over_native_cpu"] = round(suli / out["native_hybrid"]["cpu_ms_median"], 3)
+        native = out["native_hybrid"]["cpu_ms_median"]
+        out["suli_over_native_cpu"] = round(suli / native, 3)
+        out["suli_before_over_native_cpu"] = round(before / native, 3)
     return out
 
 
