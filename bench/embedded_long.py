@@ -49,8 +49,8 @@ import numpy as np
 from bench.embedded import BOARDS, Corpus, open_store
 from bench.nfcorpus import DATA, WORKSPACE, load_items
 from bench.quality import CACHE
-from suli.backends import embedded_sql
 from suli.backends.embedded import EmbeddedBackend
+from suli.backends.embedded import sql as embedded_sql
 from suli.embedding import MiniLMEmbedder
 from suli.models import BoardAcl, Principal
 from suli.text import words

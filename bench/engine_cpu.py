@@ -49,8 +49,8 @@ from bench.native_hybrid import PIPELINE, highlight, hybrid_body, put_rrf_pipeli
 from bench.replay import loaded_run, recorded, report
 from bench.scale_cluster.concurrency import has_native_hybrid
 from bench.scale_cluster.size import SizeRun
-from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery, PageQuery
+from suli.backends.opensearch import bodies
 from suli.visibility import visibility_for
 
 WARMUP = 20

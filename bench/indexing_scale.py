@@ -33,7 +33,7 @@ from indexer.pipeline import index_items
 from indexer.workers import EmbedPool
 from suli.backends.embedded import EmbeddedBackend
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import item_to_doc
+from suli.backends.opensearch.bodies import item_to_doc
 from suli.embedding import FloatArray, MiniLMEmbedder, embed_hash
 from suli.models import Item
 from suli.settings import Settings

@@ -26,10 +26,9 @@ from opensearchpy import OpenSearch
 import devcluster
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.overhead import CACHE, PRINCIPAL, LookupEmbedder, interleave, query_vectors, summarise
-from suli.backends import keys
 from suli.backends.base import LegQuery, TextFields
-from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import (
+from suli.backends.opensearch import OpenSearchBackend, keys
+from suli.backends.opensearch.bodies import (
     SOURCE_EXCLUDES,
     text_leg,
     text_match,

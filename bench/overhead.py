@@ -30,7 +30,7 @@ from opensearchpy import OpenSearch
 from bench.nfcorpus import WORKSPACE, load_qrels, load_queries
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import text_leg, vector_leg
+from suli.backends.opensearch.bodies import text_leg, vector_leg
 from suli.embedding import FloatArray, build_embedder
 from suli.models import Filters, Principal, SearchRequest
 from suli.service import Searcher

@@ -32,7 +32,7 @@ from opensearchpy import OpenSearch, helpers
 
 from bench import native_hybrid, nfcorpus
 from suli import analysis, snippets
-from suli.backends import opensearch_bodies as bodies
+from suli.backends.opensearch import bodies
 from suli.text import only_common_words
 
 MAPPING = Path(__file__).resolve().parents[1] / "mappings" / "items.json"

@@ -27,7 +27,7 @@ from typing import Any
 import mappings
 from bench.nfcorpus import WORKSPACE, load_qrels, load_queries
 from suli.backends.base import Backend, LegQuery
-from suli.backends.opensearch_bodies import TextForm
+from suli.backends.opensearch.bodies import TextForm
 from suli.embedding import Embedder
 from suli.evaluation import mean_metrics
 from suli.models import Filters, Principal
@@ -39,7 +39,7 @@ from suli.visibility import visibility_for
 TUNE_SPLIT = "dev"
 RESULTS = Path(__file__).parent / "results"
 
-# Text-leg values per backend. OpenSearch forms: see suli.backends.opensearch_bodies.TextForm.
+# Text-leg values per backend. OpenSearch forms: see suli.backends.opensearch.bodies.TextForm.
 OPENSEARCH_TEXT_GRID: dict[str, tuple[Any, ...]] = {
     "form": (
         TextForm("most_fields"),
@@ -470,7 +470,7 @@ def opensearch_subject(backend: Any) -> Subject:
 
 def embedded_subject(backend: Any) -> Subject:
     """The embedded store; FTS5's bm25() takes column weights, its k1/b are fixed."""
-    from suli.backends import embedded_sql
+    from suli.backends.embedded import sql as embedded_sql
 
     cols = embedded_sql.FTS_COLUMNS
 

@@ -32,8 +32,9 @@ from unittest import mock
 from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.quality import CACHE
 from bench.quality import ensure_indexed as ensure_nfcorpus
-from suli.backends import embedded_typos, opensearch_bodies
 from suli.backends.base import Backend, LegQuery
+from suli.backends.embedded import typos as embedded_typos
+from suli.backends.opensearch import bodies as opensearch_bodies
 from suli.core import open_backend
 from suli.embedding import FakeEmbedder, build_embedder
 from suli.evaluation import mean_metrics

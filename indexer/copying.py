@@ -15,9 +15,8 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from indexer.inventory import call
-from suli.backends import keys
-from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import doc_to_item
+from suli.backends.opensearch import OpenSearchBackend, keys
+from suli.backends.opensearch.bodies import doc_to_item
 from suli.embedding import Embedder
 from suli.errors import BackendUnavailable, IndexingError
 from suli.models import Item

@@ -13,8 +13,8 @@ import opensearchpy
 from opensearchpy import OpenSearch
 
 from indexer.isolation import workspace_indices, workspace_notes
+from suli.backends.opensearch.hnsw import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable, InvalidInput
-from suli.hnsw import Hnsw, hnsw_drift
 from suli.layout import finer_than_needed
 
 T = TypeVar("T")

@@ -25,8 +25,7 @@ import mappings
 from indexer import copying as cp
 from indexer.inventory import call, fields, live_index, physical_indices, read_meta, write_meta
 from indexer.switch import ProgressFn, Report, Switcher
-from suli.backends import keys
-from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch import OpenSearchBackend, keys
 from suli.embedding import Embedder
 from suli.errors import BackendUnavailable, IndexingError, InvalidInput, NotFound
 
@@ -295,7 +294,7 @@ class Reindexer(Switcher):
                         "source": {"index": plan.source, "size": 1000},
                         "dest": {"index": target},
                         # Storage keys from the fields, whatever `_id` the source used
-                        # (bare ids before mapping v4): see suli.backends.keys.
+                        # (bare ids before mapping v4): see suli.backends.opensearch.keys.
                         "script": {
                             "lang": "painless",
                             "source": "ctx._id = ctx._source.workspace + params.sep + ctx._source.id",

@@ -25,7 +25,7 @@ def items_index(
     vector_parameters: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The items index body for a model of `dimension`, with shards, replicas and (when
-    given) the vector field's `method.parameters` (suli.hnsw.Hnsw.parameters()) filled in."""
+    given) the vector field's `method.parameters` (suli.backends.opensearch.hnsw.Hnsw.parameters()) filled in."""
     body = copy.deepcopy(_load("items"))
     body["settings"]["index"].update(number_of_shards=shards, number_of_replicas=replicas)
     body["mappings"]["properties"]["vector"]["dimension"] = dimension

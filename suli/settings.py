@@ -13,7 +13,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
-from suli.hnsw import Hnsw
+from suli.backends.opensearch.hnsw import Hnsw
 
 DEFAULT_OUTCOME_WEIGHTS = {
     # Multiplicative on the fused score. Finished, accepted work first; lower outcomes

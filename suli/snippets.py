@@ -2,7 +2,7 @@
 the query's words marked for a word match, the best passage for a meaning-only one.
 
 The words are marked as OpenSearch's unified highlighter marks them under the text leg's
-query (suli.backends.opensearch_bodies.text_match, `require_field_match: false`): a token of
+query (suli.backends.opensearch.bodies.text_match, `require_field_match: false`): a token of
 the item's title, body or caption is marked when its term (suli.analysis) is
 
   - one of the query's terms: the `english` terms of the query (the `suli_plain` ones for a

@@ -16,7 +16,7 @@ from bench.clustered import WORKSPACE
 from bench.overhead import interleave, pct, raw_bodies, summarise
 from bench.replay import recorded
 from bench.scale_cluster.size import SizeRun
-from suli.backends import opensearch_bodies as bodies
+from suli.backends.opensearch import bodies
 from suli.models import SearchRequest
 from suli.visibility import visibility_for
 

@@ -35,7 +35,7 @@ from suli.backends.base import (
     TextFields,
     TokenInfo,
 )
-from suli.backends.embedded_sql import compile_regex  # RE2: linear time, as the store's
+from suli.backends.embedded.sql import compile_regex  # RE2: linear time, as the store's
 from suli.counting import disjunctive
 from suli.embedding import embed_hash
 from suli.errors import NotFound

@@ -23,7 +23,7 @@ import devcluster
 from cli import sample
 from suli.auth import create_token
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
+from suli.backends.opensearch.bodies import doc_to_item, item_to_doc
 from suli.embedding import Embedder, FakeEmbedder
 from suli.models import Item, Principal
 from suli.service import Searcher

@@ -16,7 +16,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_vis import doc_id
+from suli.backends.opensearch.visdocs import doc_id
 from suli.models import Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from suli.backends import opensearch_bodies as bodies
-from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch import OpenSearchBackend, bodies
 from suli.embedding import FakeEmbedder
 from suli.errors import BackendUnavailable, SuliError
 from suli.models import Principal

@@ -25,9 +25,9 @@ from cli.main import cli
 from indexer.inventory import live_index, physical_indices, read_meta
 from indexer.reindex import Reindexer
 from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch.hnsw import Hnsw
 from suli.embedding import Embedder, FakeEmbedder
 from suli.errors import IndexingError, InvalidInput
-from suli.hnsw import Hnsw
 from suli.models import Item
 from suli.service import Searcher
 from suli.settings import Settings

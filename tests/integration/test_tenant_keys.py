@@ -15,7 +15,7 @@ from opensearchpy import OpenSearch, helpers
 import mappings
 from indexer.reindex import Reindexer
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch_bodies import item_to_doc
+from suli.backends.opensearch.bodies import item_to_doc
 from suli.embedding import FakeEmbedder
 from suli.errors import BackendUnavailable
 from suli.models import Item

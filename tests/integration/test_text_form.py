@@ -12,9 +12,8 @@ from opensearchpy import OpenSearch
 import mappings
 from indexer.inventory import live_index
 from indexer.reindex import Reindexer
-from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery, PageQuery
-from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch import OpenSearchBackend, bodies
 from suli.embedding import FakeEmbedder
 from suli.models import Filters, Item, Principal
 from suli.settings import Settings

@@ -11,10 +11,9 @@ from opensearchpy import OpenSearch
 
 import mappings
 from indexer.inventory import status
-from suli.backends import opensearch_bodies as bodies
 from suli.backends.base import LegQuery
-from suli.backends.opensearch import OpenSearchBackend
-from suli.hnsw import Hnsw
+from suli.backends.opensearch import OpenSearchBackend, bodies
+from suli.backends.opensearch.hnsw import Hnsw
 from suli.models import Filters, Item
 from suli.settings import Settings
 from suli.visibility import Visibility

@@ -6,9 +6,9 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from suli.backends import opensearch_bodies as b
-from suli.backends import opensearch_docs as d
 from suli.backends.base import LegQuery
+from suli.backends.opensearch import bodies as b
+from suli.backends.opensearch import docs as d
 from suli.counting import without_facet_filters
 from suli.models import Filters
 from suli.visibility import Visibility

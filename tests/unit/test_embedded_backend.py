@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suli.backends import embedded_sql
 from suli.backends.base import LegQuery, TextFields
 from suli.backends.embedded import EmbeddedBackend
-from suli.backends.embedded_vectors import Matrix
+from suli.backends.embedded import sql as embedded_sql
+from suli.backends.embedded.vectors import Matrix
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import KINDS, OUTCOMES, BoardAcl, Filters, Item, Principal, Station
 from suli.visibility import Visibility, can_see, visibility_for

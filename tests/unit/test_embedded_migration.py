@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from suli.backends import embedded_sql as q
 from suli.backends.base import LegQuery
 from suli.backends.embedded import EmbeddedBackend
+from suli.backends.embedded import sql as q
 from suli.models import BoardAcl, Filters, Item
 from suli.visibility import Visibility
 

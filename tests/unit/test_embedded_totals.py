@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suli.backends import embedded_sql as q
 from suli.backends.base import LegQuery
 from suli.backends.embedded import EmbeddedBackend
+from suli.backends.embedded import sql as q
 from suli.models import BoardAcl, Filters, Item
 from suli.visibility import Visibility
 

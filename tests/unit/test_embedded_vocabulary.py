@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suli.backends import embedded_sql as q
-from suli.backends import embedded_typos as typos
 from suli.backends.base import LegQuery
-from suli.backends.embedded import EmbeddedBackend
+from suli.backends.embedded import EmbeddedBackend, typos
+from suli.backends.embedded import sql as q
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.visibility import Visibility, visibility_for
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from suli.backends import keys
-from suli.backends.opensearch_vis import doc_id, principal_doc_id
+from suli.backends.opensearch import keys
+from suli.backends.opensearch.visdocs import doc_id, principal_doc_id
 from suli.errors import InvalidInput
 from suli.validate import MAX_ID_BYTES, lookup_id, parse_acl, parse_item, parse_principal
 

@@ -1,8 +1,8 @@
 """Documents use only mapped fields and the model's dimension; the vector is Lucene HNSW."""
 
 import mappings
-from suli.backends.opensearch_bodies import doc_to_item, item_to_doc
-from suli.hnsw import Hnsw, hnsw_drift
+from suli.backends.opensearch.bodies import doc_to_item, item_to_doc
+from suli.backends.opensearch.hnsw import Hnsw, hnsw_drift
 from suli.models import Item, Station
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from indexer.copying import Converter, diff_sorted, first_difference, same_vector
 from indexer.inventory import count_rejects, is_physical
-from suli.backends.opensearch_bodies import item_to_doc
+from suli.backends.opensearch.bodies import item_to_doc
 from suli.embedding import FakeEmbedder
 from suli.errors import IndexingError
 from suli.models import Item

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import mappings
-from suli.hnsw import Hnsw
+from suli.backends.opensearch.hnsw import Hnsw
 
 ROOT = Path(__file__).resolve().parents[2]
 

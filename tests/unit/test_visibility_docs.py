@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from suli.backends import opensearch_vis as vd
-from suli.backends.opensearch_bodies import visibility_clause
+from suli.backends.opensearch import visdocs as vd
+from suli.backends.opensearch.bodies import visibility_clause
 from suli.models import BoardAcl, Principal
 from suli.visibility import Visibility, can_see
 

@@ -1,55 +1,41 @@
 """OpenSearch backend: both legs in one _msearch through the items alias; writes with back-off.
 
-Cut into rooms, each a layer over the ones below it:
+The whole backend lives in this package. Cut into rooms, each a layer over the ones below it:
 
     client      clients, transport faults as core errors, the per-read time budget
-    visibility  visibility-document upkeep (opensearch_vis holds the pure builders)
+    visibility  visibility-document upkeep (visdocs holds the pure builders and checks)
     directory   board ACLs, principals, tokens, sessions (the ACL index)
     indices     physical index, alias, ACL index, migrations, the write guard
     workspaces  an index per workspace when SULI_ISOLATE_WORKSPACES is on
-    reads       the two legs, browse, get, vectors, facets, referencing, count, export
+    reads       the two legs, the page by id, browse, get, vectors, facets, count, export
     writes      bulk upsert and delete with retries
+    backend     OpenSearchBackend: all of the above
 
-Request bodies are pure and live in suli.backends.opensearch_bodies.
+Pure parts: `bodies` (request bodies), `docs` (documents in and out), `visdocs`, `keys`
+(storage keys), `hnsw` (the vector graph's parameters, also a setting's type), `roles`.
+
+Importing the package loads no client: `OpenSearchBackend`, `make_client` and `wrap` are
+loaded on first use, so the settings (which read `hnsw`) start without opensearch-py.
 """
 
 from __future__ import annotations
 
-from suli.backends.opensearch.client import make_client, wrap
-from suli.backends.opensearch.reads import Reads
-from suli.backends.opensearch.writes import Writes
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from suli.backends.opensearch.backend import OpenSearchBackend
+    from suli.backends.opensearch.client import make_client, wrap
 
 __all__ = ["OpenSearchBackend", "make_client", "wrap"]
 
 
-class OpenSearchBackend(Reads, Writes):
-    """Items behind the alias `settings.index_alias`; ACLs, principals and tokens in `acl_index`."""
+def __getattr__(name: str) -> Any:
+    if name == "OpenSearchBackend":
+        from suli.backends.opensearch.backend import OpenSearchBackend
 
-    def ping(self) -> dict[str, object]:
-        params = self._params()
-        params.pop("timeout", None)  # health's `timeout` means wait-for-status: not that
-        health = wrap(lambda: self.client.cluster.health(params=params), "health")
-        index = self.current_index()
-        info: dict[str, object] = {
-            "backend": "opensearch",
-            "status": health.get("status"),
-            "nodes": health.get("number_of_nodes"),
-            "alias": self.alias,
-            "index": index,
-        }
-        if index:
-            got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
-            info["model"] = (got[index]["mappings"].get("_meta") or {}).get("model") or None
-        return info
+        return OpenSearchBackend
+    if name in ("make_client", "wrap"):
+        from suli.backends.opensearch import client
 
-    def live_model(self) -> str:
-        """The model the live index's vectors come from (its mapping's `_meta`), "" unknown."""
-        index = self.current_index()
-        if not index:
-            return ""
-        got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
-        return str((got[index]["mappings"].get("_meta") or {}).get("model") or "")
-
-    def close(self) -> None:
-        self.client.close()
-        self.write_client.close()
+        return getattr(client, name)
+    raise AttributeError(name)

@@ -13,8 +13,7 @@ import orjson
 from opensearchpy import OpenSearch
 from opensearchpy.serializer import JSONSerializer
 
-from suli.backends import opensearch_bodies as bodies
-from suli.backends.opensearch import tls
+from suli.backends.opensearch import bodies, tls
 from suli.deadline import in_force
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
 from suli.settings import Settings

@@ -9,8 +9,8 @@ from typing import Any
 
 import opensearchpy
 
-from suli.backends import keys
 from suli.backends.base import Session, TokenInfo
+from suli.backends.opensearch import keys
 from suli.backends.opensearch.client import wrap
 from suli.backends.opensearch.visibility import VisibilityUpkeep, acl_of, principal_of
 from suli.errors import BackendUnavailable, DeadlineExceeded, NotFound

@@ -12,8 +12,8 @@ import opensearchpy
 import mappings
 from suli.backends.opensearch.client import wrap
 from suli.backends.opensearch.directory import Directory
+from suli.backends.opensearch.hnsw import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable
-from suli.hnsw import Hnsw, hnsw_drift
 
 log = logging.getLogger(__name__)
 

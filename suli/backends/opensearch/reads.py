@@ -12,10 +12,6 @@ from typing import Any
 import opensearchpy
 
 from suli import filtering
-from suli.backends import keys
-from suli.backends import opensearch_bodies as bodies
-from suli.backends import opensearch_docs as docs
-from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import (
     FACET_CAP,
     BrowseKey,
@@ -28,6 +24,7 @@ from suli.backends.base import (
     PageQuery,
     Session,
 )
+from suli.backends.opensearch import bodies, docs, keys, visdocs
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
 from suli.backends.opensearch.indices import KEYED_SINCE
 from suli.backends.opensearch.workspaces import Workspaces

@@ -1,4 +1,4 @@
-"""Upkeep of the per-principal visibility documents (suli.backends.opensearch_vis says what
+"""Upkeep of the per-principal visibility documents (suli.backends.opensearch.visdocs says what
 they hold and why a stale one is harmless): rewritten on every ACL and principal write."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from suli.backends import opensearch_vis as visdocs
+from suli.backends.opensearch import visdocs
 from suli.backends.opensearch.client import Connection, wrap
 from suli.errors import BackendUnavailable
 from suli.models import BoardAcl, Principal

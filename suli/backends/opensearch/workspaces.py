@@ -19,7 +19,7 @@ from typing import Any, Self
 import opensearchpy
 
 import mappings
-from suli.backends import opensearch_docs as docs
+from suli.backends.opensearch import docs
 from suli.backends.opensearch.client import wrap
 from suli.backends.opensearch.indices import Indices
 from suli.errors import BackendUnavailable

@@ -20,11 +20,8 @@ from tenacity import (
     wait_random,
 )
 
-from suli.backends import keys
-from suli.backends import opensearch_bodies as bodies
-from suli.backends import opensearch_docs as docs
 from suli.backends.base import KEEP_GONE, BulkOutcome
-from suli.backends.opensearch import tls
+from suli.backends.opensearch import bodies, docs, keys, tls
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput

@@ -34,7 +34,8 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from suli.backends.base import TextFields
-from suli.backends.embedded_sql import (
+from suli.backends.embedded.lru import Lru
+from suli.backends.embedded.sql import (
     FTS_COLUMNS,
     FTS_TABLES,
     TERMS_TABLE,
@@ -43,7 +44,6 @@ from suli.backends.embedded_sql import (
     quote_word,
     where,
 )
-from suli.backends.lru import Lru
 from suli.models import Filters
 from suli.text import (
     ENGLISH_STOPWORDS,

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from suli.backends.embedded_typos import Vocabulary
-from suli.backends.lru import Lru
+from suli.backends.embedded.lru import Lru
+from suli.backends.embedded.typos import Vocabulary
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]

@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from suli.backends import embedded_sql as q
-from suli.backends import embedded_typos as typos
 from suli.backends.base import (
     FACET_CAP,
     KEEP_GONE,
@@ -32,7 +30,9 @@ from suli.backends.base import (
     TextFields,
     TokenInfo,
 )
-from suli.backends.embedded_vectors import Generation, IntArray, StoreCache
+from suli.backends.embedded import sql as q
+from suli.backends.embedded import typos
+from suli.backends.embedded.vectors import Generation, IntArray, StoreCache
 from suli.counting import disjunctive
 from suli.embedding import embed_hash
 from suli.errors import (

@@ -1,5 +1,5 @@
 """Pure builders of OpenSearch request bodies (tested against golden JSON); documents and
-responses are read and written by suli.backends.opensearch_docs."""
+responses are read and written by suli.backends.opensearch.docs."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC
 from typing import Any, Literal
 
-from suli.backends import opensearch_vis as visdocs
 from suli.backends.base import FACET_CAP, BrowseKey, LegQuery, MatchSet, PageQuery, TextFields
-from suli.backends.opensearch_docs import doc_to_item as doc_to_item  # callers import it here
-from suli.backends.opensearch_docs import item_to_doc as item_to_doc
+from suli.backends.opensearch import visdocs
+from suli.backends.opensearch.docs import doc_to_item as doc_to_item  # callers import it here
+from suli.backends.opensearch.docs import item_to_doc as item_to_doc
 from suli.counting import own_filter_lifted, without_facet_filters
 from suli.models import Filters
 from suli.text import (
