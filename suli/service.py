@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from suli import cursor as cursors
-from suli import lifted
+from suli import lifted, steps
 from suli.backends.base import (
     FACET_CAP,
     Backend,
@@ -22,14 +22,13 @@ from suli.backends.base import (
     Session,
 )
 from suli.counting import Relation, search_total, words_unknown
-from suli.cursor import TOO_DEEP, Position, Window, browse_after, text_window
+from suli.cursor import TOO_DEEP, Position, browse_after
 from suli.deadline import Deadline
 from suli.embedding import Embedder, FloatArray
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput, NotFound
 from suli.models import (
     BoardAcl,
     Degraded,
-    Explain,
     Filters,
     Item,
     Principal,
@@ -38,11 +37,11 @@ from suli.models import (
     SearchResponse,
 )
 from suli.pages import fill, named_replacements
-from suli.ranking import Ranked, rank
+from suli.ranking import Ranked
 from suli.related import Card, card_of, card_query, check_card, direct_references
 from suli.settings import Settings
-from suli.snippets import clip, item_snippet
-from suli.text import only_common_words, words
+from suli.snippets import clip
+from suli.text import words
 from suli.validate import lookup_id, shown_provenance, shown_url
 from suli.visibility import Visibility, visibility_for
 
@@ -229,7 +228,7 @@ class Searcher:
         )
         if too_deep and at.offset < total:
             raise InvalidInput(TOO_DEEP, "page")
-        results = [self._result(it, 0.0, clip(it.body or it.caption), None) for it in items]
+        results = [steps.result_of(it, 0.0, clip(it.body or it.caption), None) for it in items]
         results = ph.run("fetch", lambda: self._resolve_superseded(vis, results))
         facets = None
         if req.facets:
@@ -307,40 +306,52 @@ class Searcher:
         at: Position | None = None,
         admit: Callable[[LegResults], tuple[Principal, Visibility]] | None = None,
     ) -> SearchResponse:
-        """`admit`: the legs also read the caller's session (search_by_token); it is called
-        on their answer first, and raises for a caller without one (principal None then)."""
-        s = self.settings
-        at = at or Position(req.offset)
+        """The search path as its steps (suli.steps). `admit`: the legs also read the caller's
+        session (search_by_token); it is called on their answer first, and raises for a caller
+        without one (principal None then)."""
         degraded: list[Degraded] = []
-        filters = req.filters
-        if exclude:
-            filters = replace(
-                filters, exclude_ids=tuple(dict.fromkeys((*filters.exclude_ids, *exclude)))
-            )
         vector = None
         if req.mode != "text":
             vector = self._embed_query(text, ph, degraded, deadline, embedding)
-        deadline.remaining()
-        # Text mode pages past the fused candidates in windows of `depth` text hits, each
-        # ranked like the first (docs/decisions.md, "Paging"); other modes have one window.
-        depth = s.candidate_depth
-        window = text_window(req, at, depth) if not prefer else Window(depth)
-        query = LegQuery(
-            vis=vis,
-            filters=filters,
-            text=text if req.mode != "vector" else None,
-            vector=vector,
-            depth=window.size,
-            text_fields="plain" if only_common_words(text) else "stemmed",
-            regex=req.regex,
-            timeout_s=deadline.remaining(),
-            text_offset=0 if window.too_deep else window.base,
-            text_after=None if window.after is None else str(window.after[0]),
-            # A page found by number past MAX_FROM is checked against an exact count.
-            count_to=None if req.exact_total or window.too_deep else s.total_count_limit,
+        at = at or Position(req.offset)
+        p = steps.plan(self.settings, vis, req, text, vector, at=at, exclude=exclude,
+                       prefer=prefer, timeout_s=deadline.remaining())  # fmt: skip
+        legs, principal, vis = self._legs(p, principal, admit, degraded, deadline, ph)
+        fused = self._fuse(p, legs, vis, deadline, ph)
+        shown = self._page(p, legs, fused, principal, vis, deadline, ph)
+        results = named_replacements(self.backend, vis, steps.render(p, fused, shown), shown.filled)
+        nxt = steps.next_position(p, legs, fused, shown)
+        cursor = self.cursor_at(vis.principal_id, req, nxt) if nxt is not None else None
+        return SearchResponse(
+            tuple(results),
+            shown.total,
+            ph.done(),
+            tuple(degraded),
+            rerank=fused.rerank,
+            total_relation=shown.relation,
+            facets=shown.facets,
+            dropped=fused.dropped,
+            offset=at.offset,
+            has_more=cursor is not None,
+            next=cursor,
+            paging_limit=steps.paging_limit(p, fused, shown),
         )
+
+    def _legs(
+        self,
+        p: steps.Plan,
+        principal: Principal | None,
+        admit: Callable[[LegResults], tuple[Principal, Visibility]] | None,
+        degraded: list[Degraded],
+        deadline: Deadline,
+        ph: Phases,
+    ) -> tuple[LegResults, Principal, Visibility]:
+        """Both legs in one request; the caller admitted on their answer (by token) before
+        anything of it is looked at; the visibility the later reads use as it is."""
+        query = p.query
         legs = ph.run("search", lambda: self.backend.search(query))
         assert isinstance(legs, LegResults)
+        vis = query.vis
         if admit is not None:  # before anything of the answer is looked at
             principal, vis = admit(legs)
         assert principal is not None
@@ -353,136 +364,76 @@ class Searcher:
             wanted.add("vector")
         if wanted and wanted <= set(legs.errors) and not (legs.text or legs.vector):
             raise BackendUnavailable("every search leg failed: " + "; ".join(legs.errors.values()))
-        for k, v in legs.timings_ms.items():
-            ph.ms[k] = v
+        ph.ms.update(legs.timings_ms)
         deadline.remaining()
+        return legs, principal, vis
 
-        t0 = time.perf_counter()
-        hits: dict[str, Hit] = {}
-        for h in (*legs.vector, *legs.text):
-            hits[h.id] = h
-        text_ids = {h.id for h in legs.text}
-        dropped: dict[str, int] | None = {} if req.explain else None
-        scored = rank(
-            [(h.id, h.score) for h in legs.text],
-            [(h.id, h.score) for h in legs.vector],
-            {i: h.outcome for i, h in hits.items()},
-            k=s.rrf_k,
-            text_weight=s.text_weight,
-            vector_weight=s.vector_weight,
-            margin=s.meaning_margin,
-            outcome_weights=s.outcome_weights,
-            floor=s.meaning_floor,
-            dropped=dropped,
-        )
-        ph.ms["fuse"] = round((time.perf_counter() - t0) * 1000, 3)
+    def _fuse(
+        self, p: steps.Plan, legs: LegResults, vis: Visibility, deadline: Deadline, ph: Phases
+    ) -> steps.Fused:
+        """RRF, weights and gates (suli.steps.fuse), then the optional reranker's order."""
+        fused = ph.run("fuse", lambda: steps.fuse(self.settings, p, legs))
+        if self.reranker is None or not fused.scored:
+            return fused
+        ranked = [r.id for r in fused.scored]
+        ranked, status = self._rerank(vis, p.query.vector, ranked, deadline, ph)
+        return replace(fused, listed=steps.listed(p, ranked), rerank=status)
 
-        ranked_ids = [r.id for r in scored]
-        rerank_status = "off"
-        if self.reranker is not None and ranked_ids:
-            ranked_ids, rerank_status = self._rerank(vis, vector, ranked_ids, deadline, ph)
-        by_id = {r.id: r for r in scored}
-
-        preferred = [it for it in prefer if it.id not in exclude]
-        pref_ids = {it.id for it in preferred}
-        kept = "direct-reference" if req.explain else None
-        # Direct references (related only) lead the list; a search has none.
-        listed = [*(it.id for it in preferred), *(i for i in ranked_ids if i not in pref_ids)]
-        pref_by_id = {it.id: it for it in preferred}
-        unlisted = len([i for i in preferred if i.id not in by_id])
+    def _page(
+        self,
+        p: steps.Plan,
+        legs: LegResults,
+        fused: steps.Fused,
+        principal: Principal,
+        vis: Visibility,
+        deadline: Deadline,
+        ph: Phases,
+    ) -> steps.Shown:
+        """The page read again under the caller's visibility (suli.pages.fill) and `total`
+        over the same matches; a page past the text windows is counted first."""
+        req, query, window = p.req, p.query, p.window
+        ranked = {r.id for r in fused.scored}
+        unlisted = sum(1 for it in p.prefer if it.id not in ranked)
 
         def count(words: frozenset[str] | None = None) -> tuple[int, Relation, Facets | None]:
             n, relation, facets = ph.run(
                 "count",
-                lambda: self._count(vis, req, query, legs, scored, filters, deadline, words),
+                lambda: self._count(vis, req, query, legs, fused.scored, deadline, words),
             )
             return n + unlisted, relation, facets
 
         # Where `total` needs to know which meaning-only hits the words match, the page fetch
-        # asks (one request fewer than a count, and no words clause on every vector leg); a
-        # page past the text windows (text mode: no meaning-only hits) is counted first.
-        unsure = () if window.too_deep else words_unknown(req, query, legs, scored)
+        # asks (one request fewer than a count); a page past the text windows (text mode: no
+        # meaning-only hits) is counted first.
+        unsure = () if window.too_deep else words_unknown(req, query, legs, fused.scored)
         counted = None if unsure else count()
-        start = at.offset - window.base
+        start = p.at.offset - window.base
         if window.too_deep:
             assert counted is not None
-            if at.offset < counted[0]:
+            if p.at.offset < counted[0]:
                 raise InvalidInput(TOO_DEEP, "page")
-            start = len(listed)
+            start = len(fused.listed)
         # The page reads the caller's visibility anew (in the engine where the backend stores
         # it, no round trip; else the current ACLs): an ACL or item changed since the legs ran
         # keeps the item off the page.
         fetch = PageQuery(
             self.visibility(principal),
             (),
-            filters,
+            query.filters,
             req.regex,
             query.text,
             query.text_fields,
-            replacements=tuple(it.superseded_by for it in preferred if it.superseded_by),
+            replacements=tuple(it.superseded_by for it in p.prefer if it.superseded_by),
             words_of=unsure,
-            index=_one_index(hits.values()),
+            index=_one_index(fused.hits.values()),
             checked=vis if vis.stored is None else None,
         )
-        shown, used = ph.run(
+        items, filled = ph.run(
             "fetch",
-            lambda: fill(self.backend, fetch, listed[start:], req.limit, hits),
+            lambda: fill(self.backend, fetch, fused.listed[start:], req.limit, fused.hits),
         )
-        total, relation, facets = counted if counted is not None else count(used.word_matches)
-        results: list[Result] = []
-        for item_id, item in shown.items():
-            if item_id in pref_by_id:
-                results.append(self._result(item, 0.0, clip(item.body or item.caption), None, kept))
-                continue
-            r = by_id[item_id]
-            # Made here from the item's own text, the same on every backend (DESIGN 3.8).
-            snippet = item_snippet(item, text, query.text_fields, item_id in text_ids)
-            explain = None
-            if req.explain:
-                f = r.fused
-                tleg, vleg = f.legs.get("text"), f.legs.get("vector")
-                explain = Explain(
-                    text_rank=tleg.rank if tleg else None,
-                    vector_rank=vleg.rank if vleg else None,
-                    vector_similarity=vleg.score if vleg else None,
-                    rrf=f.rrf,
-                    text_share=f.shares.get("text", 0.0),
-                    vector_share=f.shares.get("vector", 0.0),
-                    outcome_weight=r.weight,
-                    score=r.score,
-                    kept=r.kept,
-                )
-            results.append(self._result(item, r.score, snippet, explain))
-        results = named_replacements(self.backend, vis, results, used)
-        resp = SearchResponse(
-            tuple(results),
-            total,
-            ph.done(),
-            tuple(degraded),
-            rerank=rerank_status,
-            total_relation=relation,
-            facets=facets,
-            dropped=dropped,
-        )
-        end = at.offset + used.consumed
-        nxt: Position | None = None
-        if start + used.consumed < len(listed):
-            nxt = Position(end, window.after, window.base)
-        elif (
-            req.mode == "text"
-            and not prefer
-            and len(legs.text) >= query.depth
-            and (end < total or relation == "gte")
-        ):
-            # The next window starts after this window's last hit, named by its id alone
-            # (LegQuery.text_after: a cursor never carries a score).
-            nxt = Position(end, [legs.text[-1].id], end)
-        cursor = self.cursor_at(vis.principal_id, req, nxt) if nxt is not None else None
-        reach = len(listed) if req.mode != "text" or prefer else None
-        limit = reach if reach is not None and reach < total else None
-        return replace(
-            resp, offset=at.offset, has_more=cursor is not None, next=cursor, paging_limit=limit
-        )
+        total, relation, facets = counted if counted is not None else count(filled.word_matches)
+        return steps.Shown(items, filled, start, total, relation, facets)
 
     def _count(
         self,
@@ -491,12 +442,12 @@ class Searcher:
         query: LegQuery,
         legs: LegResults,
         scored: Sequence[Ranked],
-        filters: Filters,
         deadline: Deadline,
         words: frozenset[str] | None = None,
     ) -> tuple[int, Relation, Facets | None]:
-        """`total` and the facets over the same matches (suli.counting), under `vis`;
-        `words`: the meaning-only hits the page fetch found the words match."""
+        """`total` and the facets over the same matches (suli.counting), under `vis` and the
+        legs' filters; `words`: the meaning-only hits the page fetch found the words match."""
+        filters = query.filters
 
         def count_facets(match: MatchSet, cap: int) -> Facets:
             return self._facets(vis, filters, match, deadline, cap)
@@ -515,7 +466,7 @@ class Searcher:
     def _rerank(
         self,
         vis: Visibility,
-        vector: list[float] | None,
+        vector: Sequence[float] | None,
         ranked: list[str],
         deadline: Deadline,
         ph: Phases,
@@ -543,33 +494,6 @@ class Searcher:
         finally:
             ph.ms["rerank"] = round((time.perf_counter() - t0) * 1000, 3)
 
-    def _result(
-        self,
-        item: Item,
-        score: float,
-        snippet: str,
-        explain: Explain | None,
-        kept: str | None = None,
-    ) -> Result:
-        if kept and explain is None:
-            explain = Explain(None, None, None, 0.0, 0.0, 0.0, 1.0, 0.0, kept)
-        return Result(
-            id=item.id,
-            kind=item.kind,
-            title=item.title,
-            outcome=item.outcome,
-            scope=item.scope,
-            board=item.board,
-            provenance=shown_provenance(item.provenance),
-            snippet=snippet,
-            url=shown_url(item.url),
-            superseded=bool(item.superseded_by) or item.outcome == "superseded",
-            superseded_by=item.superseded_by,
-            last_activity_at=item.last_activity_at,
-            score=score,
-            explain=explain,
-        )
-
     def _resolve_superseded(self, vis: Visibility, results: list[Result]) -> list[Result]:
         """Name a replacement only when the caller may see it; else say only `superseded`."""
         wanted = [r.superseded_by for r in results if r.superseded_by]
@@ -593,7 +517,7 @@ class Searcher:
         if got is None:
             raise NotFound(f"no item {item_id!r}")
         [res] = self._resolve_superseded(
-            vis, [self._result(got, 0.0, clip(got.body or got.caption), None)]
+            vis, [steps.result_of(got, 0.0, clip(got.body or got.caption), None)]
         )
         # References may name items the caller cannot see: keep URLs and visible ids only.
         ids = [r for r in got.references if "://" not in r]
@@ -675,7 +599,7 @@ class Searcher:
         req = SearchRequest(query=text, limit=limit, explain=explain)
         if not words(text):
             results = [
-                self._result(i, 0.0, clip(i.body or i.caption), None) for i in prefer[:limit]
+                steps.result_of(i, 0.0, clip(i.body or i.caption), None) for i in prefer[:limit]
             ]
             # The same check as every other path: name a replacement only if it is visible.
             results = self._resolve_superseded(vis, results)
