@@ -38,9 +38,8 @@ from suli import __version__
 from suli.auth import authenticate
 from suli.errors import InvalidInput, SuliError, Unauthorized
 from suli.models import Principal
-from suli.search_params import request_from
+from suli.search_params import MAX_LIMIT, request_from
 from suli.service import Card, Deadline, Searcher
-from suli.validate import MAX_LIMIT
 
 MCP_PATH = "/mcp"
 

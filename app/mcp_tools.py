@@ -30,7 +30,7 @@ from suli.errors import (
 )
 from suli.models import SearchResponse
 from suli.render import response_json
-from suli.validate import MAX_LIMIT
+from suli.search_params import MAX_LIMIT
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from app.web_view import (
 from suli.errors import Forbidden, InvalidInput, RateLimited, SuliError, Unauthorized
 from suli.models import Principal
 from suli.render import facets_json, item_json, response_json
+from suli.search_params import search_request
 from suli.service import Deadline, Searcher
-from suli.validate import search_request
 
 COOKIE = "suli_token"
 RELATED_LIMIT = 10

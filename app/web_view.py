@@ -1,6 +1,6 @@
 """Presentation helpers of the web page: Jinja2 environment, filters, and the search form's state.
 
-Nothing here searches: the page hands the form's values to suli.validate.search_request and
+Nothing here searches: the page hands the form's values to suli.search_params.search_request and
 renders the core's bodies (suli.render), exactly as the HTTP API does.
 """
 
@@ -132,7 +132,7 @@ class Form:
         return form
 
     def search_args(self) -> dict[str, Any]:
-        """Keyword arguments of suli.validate.search_request (the CLI's and HTTP's validation)."""
+        """Keyword arguments of suli.search_params.search_request (the CLI's and HTTP's validation)."""
         if self.limit_raw and self.limit == 0:
             raise InvalidInput(f"limit: expected a whole number, got {self.limit_raw!r}", "limit")
         return {

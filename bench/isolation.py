@@ -34,9 +34,9 @@ from suli.backends.embedded import EmbeddedBackend
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import BoardAcl, Item, Principal
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 CONSONANTS = "bcdfghjklmnpqrstvwxz"  # no vowels: the stemmer leaves every word whole
 WORDS = ("deploy", "rollback", "canary", "budget", "review", "migration", "incident", "runbook",

@@ -31,9 +31,9 @@ from indexer.inventory import physical_indices
 from indexer.reindex import Reindexer
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder, FakeEmbedder, build_embedder
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 QUERIES = ["deploy rollback", "incident latency", "saved searches", "billing retro", "oncall"]
 

@@ -101,7 +101,7 @@ class Filters:
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One search as the core sees it, after validation (see validate.search_request)."""
+    """One search as the core sees it, after validation (see suli.search_params.search_request)."""
 
     query: str = ""
     filters: Filters = Filters()

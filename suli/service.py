@@ -40,9 +40,10 @@ from suli.pages import fill, named_replacements
 from suli.ranking import Ranked
 from suli.related import Card, card_of, card_query, check_card, direct_references
 from suli.settings import Settings
+from suli.shown import shown_provenance, shown_url
 from suli.snippets import clip
 from suli.text import words
-from suli.validate import lookup_id, shown_provenance, shown_url
+from suli.validate import lookup_id
 from suli.visibility import Visibility, visibility_for
 
 T = TypeVar("T")

@@ -24,9 +24,9 @@ from suli.cursor import Filled, Position, Window, text_window
 from suli.models import Explain, Item, Result, SearchRequest
 from suli.ranking import Ranked, rank
 from suli.settings import Settings
+from suli.shown import shown_provenance, shown_url
 from suli.snippets import clip, item_snippet
 from suli.text import only_common_words
-from suli.validate import shown_provenance, shown_url
 from suli.visibility import Visibility
 
 

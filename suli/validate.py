@@ -1,4 +1,7 @@
-"""Validation of everything a user sends: items, principals, ACLs and search parameters.
+"""Validation of what a user stores: items, principals and board ACLs, and ids to look up.
+
+Search parameters are parsed in suli.search_params; what answers show of stored values
+(provenance, links) is checked again in suli.shown.
 
 Every failure raises InvalidInput naming the field, so each edge reports it the same way.
 """
@@ -6,9 +9,8 @@ Every failure raises InvalidInput naming the field, so each edge reports it the 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
@@ -16,21 +18,13 @@ from pydantic.json_schema import JsonDict
 
 from suli.errors import InvalidInput
 from suli.models import (
-    KINDS,
-    OUTCOMES,
     BoardAcl,
-    Filters,
     Item,
     Principal,
-    SearchRequest,
     Station,
 )
 from suli.vector_input import finite
 
-MAX_LIMIT = 25
-MAX_QUERY_CHARS = 1000
-MAX_REGEX_CHARS = 200
-MAX_FILTER_VALUES = 50
 # Free-form structured fields (provenance): a document a few levels deep is all a source
 # system needs; deeper ones broke serialization of every answer holding the item, so they
 # are refused at the door, as are large ones (serialized UTF-8 JSON bytes).
@@ -225,21 +219,6 @@ def check_numbers(value: Any) -> None:
             raise ValueError("numbers must be finite and within the float range")
 
 
-OMITTED_PROVENANCE = {"omitted": "stored provenance exceeds the depth or size limit"}
-
-
-def shown_provenance(value: dict[str, Any]) -> dict[str, Any]:
-    """Provenance as answers carry it: one stored before the limits existed (or written
-    around validation) is replaced by a note, so it cannot break an answer's serialization."""
-    if not value:
-        return value
-    try:
-        check_structure(value, MAX_STRUCT_DEPTH, MAX_STRUCT_BYTES)
-    except ValueError:
-        return dict(OMITTED_PROVENANCE)
-    return value
-
-
 def check_url(url: str) -> None:
     """Accept "" (no link), http(s) URLs with a host, and app-relative paths ("/items/1");
     refuse javascript:, data:, file: and every other scheme, and "//host" links."""
@@ -281,16 +260,6 @@ def lookup_id(value: str, field: str = "item_id") -> str:
     return value
 
 
-def shown_url(url: str) -> str:
-    """An item's link as answers carry it: "" for one stored before the scheme rule existed,
-    so no page or client is handed a javascript: or data: link to open."""
-    try:
-        check_url(url)
-    except ValueError:
-        return ""
-    return url
-
-
 def parse_item(data: Any) -> Item:
     """Validate one item (a dict decoded from JSON) or raise InvalidInput naming the field."""
     if not isinstance(data, Mapping):
@@ -330,145 +299,3 @@ def parse_acl(data: Any) -> BoardAcl:
     except ValidationError as e:
         raise _first_error(e) from None
     return BoardAcl(a.board, a.workspace, a.name, tuple(a.members), tuple(a.groups))
-
-
-# ---- search parameters ------------------------------------------------------------------
-
-
-def _values(v: str | Iterable[str] | None, field: str) -> tuple[str, ...]:
-    """Accept 'a,b', ['a', 'b'] or ['a,b']: the CLI and HTTP send lists differently."""
-    if v is None:
-        return ()
-    parts = [v] if isinstance(v, str) else list(v)
-    out: list[str] = []
-    for p in parts:
-        if not isinstance(p, str):
-            raise InvalidInput(f"{field}: expected text values", field)
-        out.extend(x.strip() for x in p.split(",") if x.strip())
-    if len(out) > MAX_FILTER_VALUES:
-        raise InvalidInput(f"{field}: at most {MAX_FILTER_VALUES} values", field)
-    if any(len(x) > 200 for x in out):
-        raise InvalidInput(f"{field}: values are at most 200 characters", field)
-    return tuple(dict.fromkeys(out))
-
-
-def _date(v: str | date | None, field: str) -> date | None:
-    if v is None or v == "":
-        return None
-    if isinstance(v, datetime):
-        return v.astimezone(UTC).date() if v.tzinfo else v.date()
-    if isinstance(v, date):
-        return v
-    try:
-        return date.fromisoformat(str(v).strip())
-    except ValueError:
-        raise InvalidInput(f"{field}: expected a date YYYY-MM-DD (UTC), got {v!r}", field) from None
-
-
-def _regex(pattern: str) -> str:
-    if len(pattern) > MAX_REGEX_CHARS:
-        raise InvalidInput(f"regex: at most {MAX_REGEX_CHARS} characters", "regex")
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        raise InvalidInput(f"regex: invalid pattern ({e})", "regex") from None
-    # Lookarounds and backreferences have no linear-time engine: refuse them up front.
-    if re.search(r"\(\?[=!<]|\\[1-9]", pattern):
-        raise InvalidInput("regex: lookarounds and backreferences are not supported", "regex")
-    return pattern
-
-
-def search_request(
-    query: str | None = None,
-    *,
-    kind: str | Iterable[str] | None = None,
-    outcome: str | Iterable[str] | None = None,
-    board: str | Iterable[str] | None = None,
-    agent: str | Iterable[str] | None = None,
-    station: str | Iterable[str] | None = None,
-    tag: str | Iterable[str] | None = None,
-    since: str | date | None = None,
-    until: str | date | None = None,
-    recent_days: int | None = None,
-    limit: int | None = None,
-    regex: str | None = None,
-    mode: str = "hybrid",
-    explain: bool = False,
-    include_hidden: bool = False,
-    max_query_chars: int = MAX_QUERY_CHARS,
-    today: date | None = None,
-    cursor: str | None = None,
-    page: int | None = None,
-    facets: bool = False,
-    exact_total: bool = False,
-) -> SearchRequest:
-    """Validate loose search parameters from any edge into one SearchRequest.
-
-    `cursor`: the `next` of an earlier page (checked by the Searcher against the caller and
-    the search); `page`: 1-based, for local callers (the CLI), not with a cursor."""
-    q = (query or "").strip()
-    if len(q) > max_query_chars:
-        raise InvalidInput(f"query: at most {max_query_chars} characters", "query")
-    kinds = _values(kind, "kind")
-    for k in kinds:
-        if k not in KINDS:
-            raise InvalidInput(f"kind: unknown kind {k!r} (one of {', '.join(KINDS)})", "kind")
-    outcomes = _values(outcome, "outcome")
-    for o in outcomes:
-        if o not in OUTCOMES:
-            raise InvalidInput(
-                f"outcome: unknown outcome {o!r} (one of {', '.join(OUTCOMES)})", "outcome"
-            )
-    if limit is None:
-        limit = 10
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit: must be an integer from 1 to {MAX_LIMIT}", "limit")
-    if mode not in ("hybrid", "text", "vector"):
-        raise InvalidInput("mode: one of hybrid, text, vector", "mode")
-    since_d, until_d = _date(since, "since"), _date(until, "until")
-    if recent_days is not None:
-        if (
-            isinstance(recent_days, bool)
-            or not isinstance(recent_days, int)
-            or not 1 <= recent_days <= 3650
-        ):
-            raise InvalidInput("recent_days: must be an integer from 1 to 3650", "recent_days")
-        if since_d is not None:
-            raise InvalidInput(
-                "recent_days: give either recent_days or since, not both", "recent_days"
-            )
-        since_d = (today or datetime.now(UTC).date()) - timedelta(days=recent_days - 1)
-    if since_d and until_d and since_d > until_d:
-        raise InvalidInput("since: must not be after until", "since")
-    rx = _regex(regex) if regex else None
-    if cursor is not None and (not isinstance(cursor, str) or not cursor.strip()):
-        raise InvalidInput("cursor: must be the `next` value of an earlier page", "cursor")
-    offset = 0
-    if page is not None:
-        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-            raise InvalidInput("page: must be a whole number from 1", "page")
-        if cursor:
-            raise InvalidInput("page: give either page or cursor, not both", "page")
-        offset = (page - 1) * limit
-    return SearchRequest(
-        query=q,
-        filters=Filters(
-            kinds=kinds,
-            outcomes=outcomes,
-            boards=_values(board, "board"),
-            agents=_values(agent, "agent"),
-            stations=_values(station, "station"),
-            tags=_values(tag, "tag"),
-            since=since_d,
-            until=until_d,
-            include_hidden=bool(include_hidden),
-        ),
-        limit=limit,
-        mode=mode,  # type: ignore[arg-type]
-        regex=rx,
-        explain=bool(explain),
-        cursor=cursor.strip() if cursor else None,
-        offset=offset,
-        facets=bool(facets),
-        exact_total=bool(exact_total),
-    )

@@ -20,7 +20,8 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from cli.main import cli
 from suli.models import Item
-from suli.validate import MAX_STRUCT_DEPTH, OMITTED_PROVENANCE
+from suli.shown import OMITTED_PROVENANCE
+from suli.validate import MAX_STRUCT_DEPTH
 
 from .helpers import Api, assert_error_shape, drop, opener, raw_item, seed, settings_for
 

@@ -9,7 +9,7 @@ from contract.helpers import counting
 from opensearchpy import OpenSearch
 
 from suli.backends.opensearch import OpenSearchBackend
-from suli.validate import search_request
+from suli.search_params import search_request
 
 from .helpers import Api, World
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from suli.render import response_json
-from suli.validate import search_request
+from suli.search_params import search_request
 
 from .helpers import Api, raw_item
 

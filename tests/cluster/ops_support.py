@@ -26,9 +26,9 @@ from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch.bodies import doc_to_item, item_to_doc
 from suli.embedding import Embedder, FakeEmbedder
 from suli.models import Item, Principal
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 MARKER_GROUPS = 5
 PER_MARKER = 4

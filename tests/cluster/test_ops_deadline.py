@@ -23,9 +23,9 @@ from suli.auth import create_token
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.errors import DeadlineExceeded
+from suli.search_params import search_request
 from suli.service import Deadline, Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 DEADLINE_S = 1.0
 SLACK_S = 0.5  # thread hand-offs and a loaded 2-core machine; the old code took 10 s

@@ -31,9 +31,9 @@ from indexer.reindex import Reindexer
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import Item
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 QUERY_CLIENTS = 8  # concurrent query clients during the reindex
 

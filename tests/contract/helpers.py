@@ -16,9 +16,10 @@ from suli.backends.memory import MemoryBackend
 from suli.backends.opensearch.client import counting as counting  # tests import it here
 from suli.embedding import Embedder, FakeEmbedder, FloatArray, ProgressFn
 from suli.models import BoardAcl, Filters, Item, Principal, SearchResponse
+from suli.search_params import search_request
 from suli.service import Card, Searcher
 from suli.settings import Settings
-from suli.validate import parse_item, search_request
+from suli.validate import parse_item
 
 WS = "ws_main"
 OTHER_WS = "ws_other"

@@ -9,7 +9,7 @@ import pytest
 
 from suli.errors import InvalidInput
 from suli.models import Filters, Item, SearchRequest
-from suli.validate import search_request
+from suli.search_params import search_request
 
 from .helpers import (
     KeyedEmbedder,

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import pytest
 
 from suli.errors import DeadlineExceeded
+from suli.search_params import search_request
 from suli.service import Deadline
-from suli.validate import search_request
 
 from .helpers import KeyedEmbedder, MakeSearcher, World, axis, item, principal
 

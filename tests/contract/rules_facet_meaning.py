@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from suli.models import KINDS, OUTCOMES, BoardAcl, Principal
-from suli.validate import parse_item, search_request
+from suli.search_params import search_request
+from suli.validate import parse_item
 
 from . import oracle
 from .helpers import T0, MakeSearcher, World

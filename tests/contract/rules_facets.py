@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from suli.validate import parse_item, search_request
+from suli.search_params import search_request
+from suli.validate import parse_item
 
 from . import oracle
 from .helpers import T0, MakeSearcher, World, acl, principal

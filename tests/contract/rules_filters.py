@@ -177,7 +177,7 @@ class FilterRules:
             "prn_p", "build report", mode="vector", limit=25, **params
         )
         assert {r.id for r in vec.results} == want
-        from suli.validate import search_request
+        from suli.search_params import search_request
 
         facets = filtered.facets("prn_p", search_request("", **params).filters)
         assert facets.total == len(want)

@@ -219,6 +219,6 @@ def _on_board(it: Any, board: str) -> Any:
 
 
 def _req(query: str, **params: Any) -> Any:
-    from suli.validate import search_request
+    from suli.search_params import search_request
 
     return search_request(query, **params)

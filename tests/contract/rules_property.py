@@ -349,7 +349,7 @@ class CoreProbe:
         return response_json(w.search(self.who, query, mode=m, explain=True, **params))
 
     def facets(self, params: dict[str, Any]) -> dict[str, Any] | None:
-        from suli.validate import search_request
+        from suli.search_params import search_request
 
         return facets_json(self.world.facets(self.who, search_request("", **params).filters))
 

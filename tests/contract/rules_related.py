@@ -10,8 +10,8 @@ import pytest
 
 from indexer.pipeline import index_stream
 from suli.errors import InvalidInput, NotFound
+from suli.search_params import search_request
 from suli.service import Card
-from suli.validate import search_request
 
 from .helpers import WS, MakeSearcher, World, acl, item, principal
 

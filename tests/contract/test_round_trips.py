@@ -81,7 +81,7 @@ def seen(w: World, pid: str, **params: Any) -> tuple[set[str], list[str]]:
 
 
 def _req(**params: Any) -> Any:
-    from suli.validate import search_request
+    from suli.search_params import search_request
 
     return search_request(params.pop("query", "quokka"), **params)
 

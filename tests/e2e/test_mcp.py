@@ -12,8 +12,8 @@ from mcp.types import CallToolResult
 
 from suli.auth import create_token, revoke_token
 from suli.render import response_json
+from suli.search_params import search_request
 from suli.service import Searcher
-from suli.validate import search_request
 
 from .conftest import Service
 from .mcp_client import call, ids, in_memory, over_http, session, text

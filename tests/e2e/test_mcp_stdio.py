@@ -9,8 +9,8 @@ from pathlib import Path
 from mcp.client.stdio import StdioServerParameters
 
 from suli.render import response_json
+from suli.search_params import search_request
 from suli.service import Searcher
-from suli.validate import search_request
 
 from .mcp_client import ids, session, text
 from .world import VISIBLE, World

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from suli.render import facets_json, response_json
+from suli.search_params import search_request
 from suli.service import Searcher
-from suli.validate import search_request
 
 from .conftest import Service
 from .mcp_client import call, ids, in_memory, over_http

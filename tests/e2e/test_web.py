@@ -8,8 +8,8 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from suli.render import response_json
+from suli.search_params import search_request
 from suli.service import Searcher
-from suli.validate import search_request
 
 from .conftest import Service
 from .world import VISIBLE

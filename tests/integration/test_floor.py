@@ -12,9 +12,9 @@ from bench.floor import nonsense_queries
 from cli import sample
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import MiniLMEmbedder
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 pytestmark = pytest.mark.model
 

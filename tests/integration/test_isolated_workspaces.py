@@ -25,9 +25,9 @@ from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch.workspaces import workspace_alias
 from suli.embedding import FakeEmbedder
 from suli.models import Item, Principal
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 TRIALS = 200
 CONSONANTS = "bcdfghjklmnpqrstvwxz"  # no vowels: the stemmer leaves every word whole

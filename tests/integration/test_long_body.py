@@ -18,9 +18,10 @@ from suli.backends.opensearch import OpenSearchBackend, bodies
 from suli.embedding import FakeEmbedder
 from suli.errors import BackendUnavailable, SuliError
 from suli.models import Principal
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import parse_item, search_request
+from suli.validate import parse_item
 
 EMOJI_BODY = "lighthouse keeper logbook " + "\N{GRINNING FACE}" * 510_000
 

@@ -29,9 +29,9 @@ from suli.backends.opensearch.hnsw import Hnsw
 from suli.embedding import Embedder, FakeEmbedder
 from suli.errors import IndexingError, InvalidInput
 from suli.models import Item
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 
 N = 300
 

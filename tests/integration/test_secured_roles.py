@@ -31,8 +31,8 @@ from suli.backends.opensearch import OpenSearchBackend, roles
 from suli.embedding import FakeEmbedder
 from suli.errors import BackendUnavailable, IndexingError
 from suli.models import BoardAcl, Item
+from suli.search_params import search_request
 from suli.service import Searcher
-from suli.validate import search_request
 
 __all__ = ["secured_node"]  # the session fixture, imported so pytest finds it here
 

@@ -24,9 +24,9 @@ from suli.backends.embedded import EmbeddedBackend
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import FakeEmbedder
 from suli.models import Principal
+from suli.search_params import search_request
 from suli.service import Searcher
 from suli.settings import Settings
-from suli.validate import search_request
 from suli.visibility import Visibility
 
 MODEL = FakeEmbedder()

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from suli import cursor
 from suli.errors import InvalidInput
+from suli.search_params import search_request
 from suli.settings import Settings
-from suli.validate import search_request
 
 SECRET = b"s" * 32
 

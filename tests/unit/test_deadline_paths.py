@@ -22,9 +22,9 @@ from contract.helpers import KeyedEmbedder, World, axis, item, principal
 from suli.backends.memory import MemoryBackend
 from suli.deadline import Deadline, in_force
 from suli.errors import DeadlineExceeded
+from suli.search_params import search_request
 from suli.service import Card
 from suli.settings import Settings
-from suli.validate import search_request
 
 DEADLINE_S = 0.2
 WORK_S = 3.0  # what the slow read would take unbounded: far past the deadline

@@ -19,7 +19,8 @@ from contract import oracle
 from contract.helpers import T0, memory_world
 
 from suli.models import KINDS, OUTCOMES, BoardAcl, Principal
-from suli.validate import parse_item, search_request
+from suli.search_params import search_request
+from suli.validate import parse_item
 
 # Words with near misses among them: the typo clause has something to find and to refuse.
 VOCAB = ["deploy", "deplyo", "checklist", "cheklist", "rollback", "canary", "canry", "dash"]

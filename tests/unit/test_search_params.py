@@ -13,8 +13,7 @@ from app.schemas import FacetsQuery, SearchQuery, SearchRequest
 from cli.search import facets as facets_command
 from cli.search import search as search_command
 from suli.errors import InvalidInput
-from suli.search_params import request_from
-from suli.validate import search_request
+from suli.search_params import request_from, search_request
 
 # HTTP's names for the two parameters it spells differently, written out here rather than
 # read from the module under test.

@@ -15,7 +15,7 @@ from suli import steps
 from suli.backends.base import LegResults
 from suli.cursor import Filled, Position
 from suli.models import SearchRequest
-from suli.validate import search_request
+from suli.search_params import search_request
 from suli.visibility import visibility_for
 
 ITEMS = [
@@ -82,7 +82,9 @@ def test_render_marks_words_of_word_hits_and_gives_meaning_hits_a_passage(zoo: W
     p = _plan(zoo, search_request("quokka", explain=True))
     fused = steps.fuse(zoo.settings, p, _legs(zoo, p))
     items = {it.id: it for it in ITEMS}
-    shown = steps.Shown({i: items[i] for i in fused.listed}, Filled(3, frozenset(), frozenset()), 0, 3, "eq")
+    shown = steps.Shown(
+        {i: items[i] for i in fused.listed}, Filled(3, frozenset(), frozenset()), 0, 3, "eq"
+    )
     got = {r.id: r for r in steps.render(p, fused, shown)}
     assert "<mark>quokka</mark>" in got["itm_words"].snippet
     assert "<mark>" not in got["itm_near"].snippet  # meaning only: its best passage

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suli.errors import InvalidInput
-from suli.validate import parse_acl, parse_item, parse_principal, search_request
+from suli.search_params import search_request
+from suli.validate import parse_acl, parse_item, parse_principal
 from suli.vector_input import supplied_vector
 
 GOOD = {"id": "itm_1", "workspace": "ws1", "title": "Deploy checklist"}
