@@ -38,7 +38,7 @@ from suli import __version__
 from suli.auth import authenticate
 from suli.errors import InvalidInput, SuliError, Unauthorized
 from suli.models import Principal
-from suli.search_params import MAX_LIMIT, request_from
+from suli.search_params import MAX_LIMIT, NAMES, request_from
 from suli.service import Card, Deadline, Searcher
 
 MCP_PATH = "/mcp"
@@ -208,23 +208,12 @@ async def library_related_impl(
     return success(heading, body)
 
 
+# The tool's arguments: the core's search parameters (suli.search_params.NAMES) less those an
+# agent has no use for (modes, explain, hidden items, page numbers: it follows `cursor`), plus
+# `max_results`, the tool's cap of its answer.
 SEARCH_ARGS = (
-    "query",
-    "kind",
-    "outcome",
-    "board",
-    "agent",
-    "station",
-    "tag",
-    "since",
-    "until",
-    "recent_days",
-    "regex",
-    "limit",
+    *(n for n in NAMES if n not in ("mode", "explain", "include_hidden", "page")),
     "max_results",
-    "cursor",
-    "facets",
-    "exact_total",
 )
 RELATED_ARGS = ("item_id", "title", "spec", "references", "limit", "max_results")
 

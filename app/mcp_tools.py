@@ -18,7 +18,7 @@ from pydantic import Field
 
 from app import schemas
 from app.errors import error_body, public_error
-from app.respond import CursorAt, fit, rounded
+from app.respond import CursorAt, fit
 from suli.errors import (
     BackendUnavailable,
     DeadlineExceeded,
@@ -29,7 +29,7 @@ from suli.errors import (
     Unauthorized,
 )
 from suli.models import SearchResponse
-from suli.render import response_json
+from suli.render import response_json, rounded
 from suli.search_params import MAX_LIMIT
 
 log = logging.getLogger(__name__)

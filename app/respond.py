@@ -1,7 +1,7 @@
 """Finishing a response body: timings rounded, size limit, Server-Timing header, metrics.
 
-`rounded` is the one rounding of `timings_ms` for every edge: HTTP (here), MCP (app.mcp_tools)
-and the CLI's `--json` (cli.output), so this module imports nothing heavy at import time.
+`timings_ms` is rounded by suli.render.rounded, the one rounding of every edge: HTTP (here), MCP
+(app.mcp_tools), the web page and the CLI's `--json` (cli.output).
 """
 
 from __future__ import annotations
@@ -13,24 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from app import logs
 from app.metrics import server_timing
+from suli.render import rounded
 
 if TYPE_CHECKING:
     from fastapi import Response
 
     from app.runtime import Runtime
-
-# 0.1 ms: the clocks and the scheduler make finer digits noise, and a client should not get
-# 17-digit floats that differ on every call.
-TIMING_DECIMALS = 1
-
-
-def rounded(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The body with each `timings_ms` value rounded to 0.1 ms (other fields untouched)."""
-    timings = body.get("timings_ms")
-    if not isinstance(timings, Mapping):
-        return dict(body)
-    return {**body, "timings_ms": {k: round(v, TIMING_DECIMALS) for k, v in timings.items()}}
-
 
 # What a caller who is not an admin learns of a response's time: its total, in whole
 # milliseconds (DESIGN 3.11). The phases (`text_took` at 0.1 ms told whether a typo'd word

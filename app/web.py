@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 from app import logs
 from app.deps import RuntimeDep
 from app.errors import public_error, status_of
-from app.respond import rounded, shown_to
+from app.respond import shown_to
 from app.runtime import Runtime, run_blocking
 from app.tokens import client_address, session_for
 from app.web_view import (
@@ -31,7 +31,7 @@ from app.web_view import (
 )
 from suli.errors import Forbidden, InvalidInput, RateLimited, SuliError, Unauthorized
 from suli.models import Principal
-from suli.render import facets_json, item_json, response_json
+from suli.render import facets_json, item_json, response_json, rounded
 from suli.search_params import search_request
 from suli.service import Deadline, Searcher
 

@@ -341,7 +341,7 @@ def _embedded_status(
     settings: Settings, model: str, dimension: int, rejects: list[Path]
 ) -> dict[str, Any]:
     """The embedded store's status; a missing store file is reported, not created."""
-    from cli.rejects import count_rejects  # not indexer.inventory's: that imports opensearchpy
+    from indexer.rejects import count_rejects  # not via indexer.inventory: opensearchpy
     from suli.backends.embedded import EmbeddedBackend
 
     path = settings.sqlite_path

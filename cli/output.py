@@ -146,7 +146,7 @@ principal_option = click.option(
 
 def emit_json(data: Any) -> None:
     if isinstance(data, dict) and "timings_ms" in data:
-        from app.respond import rounded  # the one rounding of every edge (HTTP and MCP too)
+        from suli.render import rounded  # the one rounding of every edge (HTTP and MCP too)
 
         data = rounded(data)
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -66,16 +65,3 @@ def rejects_files(paths: Iterable[Path]) -> list[Path]:
         else:
             out.append(path)
     return out
-
-
-def count_rejects(files: Iterable[Path]) -> list[dict[str, Any]]:
-    """{path, lines} of each file that has rejected lines (blank lines not counted); the same
-    count as indexer.inventory's for OpenSearch, without importing the OpenSearch client."""
-    found: list[dict[str, Any]] = []
-    for f in files:
-        if f.is_file():
-            with f.open(encoding="utf-8", errors="replace") as handle:
-                lines = sum(1 for line in handle if line.strip())
-            if lines:
-                found.append({"path": str(f), "lines": lines})
-    return found

@@ -13,6 +13,7 @@ import opensearchpy
 from opensearchpy import OpenSearch
 
 from indexer.isolation import workspace_indices, workspace_notes
+from indexer.rejects import count_rejects
 from suli.backends.opensearch.hnsw import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable, InvalidInput
 from suli.layout import finer_than_needed
@@ -149,20 +150,6 @@ def drop(client: OpenSearch, alias: str, name: str) -> None:
         raise InvalidInput(f"name: no index {name}", "name") from None
     except (opensearchpy.ConnectionError, opensearchpy.TransportError) as e:
         raise BackendUnavailable(f"OpenSearch refused to drop {name}: {e}") from e
-
-
-def count_rejects(paths: Iterable[Path]) -> list[dict[str, Any]]:
-    """Line counts of rejects files: each path is a file or a directory of `*.jsonl` files."""
-    found: list[dict[str, Any]] = []
-    for path in paths:
-        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-        for f in files:
-            if f.is_file():
-                with f.open(encoding="utf-8", errors="replace") as handle:
-                    lines = sum(1 for line in handle if line.strip())
-                if lines:
-                    found.append({"path": str(f), "lines": lines})
-    return found
 
 
 def hnsw_of(client: OpenSearch, index: str) -> Hnsw:

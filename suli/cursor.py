@@ -146,11 +146,6 @@ def make(secret: bytes, principal_id: str, req: SearchRequest, at: Position | in
     return f"{_b64(payload)}.{_b64(sig)}"
 
 
-def read(secret: bytes, cursor: str, principal_id: str, req: SearchRequest) -> int:
-    """The offset a cursor stands for (see read_position)."""
-    return read_position(secret, cursor, principal_id, req).offset
-
-
 def read_position(secret: bytes, cursor: str, principal_id: str, req: SearchRequest) -> Position:
     """The position a cursor stands for; InvalidInput naming `cursor` unless it is this caller's
     cursor for this very search, unaltered."""

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 from suli.backends.base import Facets
 from suli.models import Item, Result, SearchResponse
+
+# 0.1 ms: the clocks and the scheduler make finer digits noise, and a client should not get
+# 17-digit floats that differ on every call.
+TIMING_DECIMALS = 1
+
+
+def rounded(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body with each `timings_ms` value rounded to 0.1 ms (other fields untouched): the
+    one rounding of every edge (HTTP, MCP, the web page, the CLI's --json)."""
+    timings = body.get("timings_ms")
+    if not isinstance(timings, Mapping):
+        return dict(body)
+    return {**body, "timings_ms": {k: round(v, TIMING_DECIMALS) for k, v in timings.items()}}
 
 
 def _dt(d: datetime | None) -> str | None:

@@ -91,7 +91,6 @@ class LegResults:
     # the token stands for, read in the same request (None there: unknown or revoked token,
     # and no hit was read). None for every other query.
     session: Session | None = None
-    by_token: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.main import create_app
-from app.respond import rounded
+from suli.render import rounded
 from suli.settings import Settings
 
 
@@ -46,7 +46,7 @@ def test_swagger_ui_reads_openapi_3_1(client: TestClient) -> None:
     assert re.search(r'"5\.\d+\.\d+"', bundle)
 
 
-# ---- timings_ms: one rounding for every edge (app.respond.rounded) ----------------------------
+# ---- timings_ms: one rounding for every edge (suli.render.rounded) ----------------------------
 
 
 @settings(max_examples=500, deadline=None)

@@ -25,7 +25,7 @@ def test_a_cursor_reads_back_its_offset_for_the_same_caller_and_search() -> None
     made = cursor.make(SECRET, "prn_a", req, 10)
     # spacing, case, filter order, limit and explain do not make another search
     same = search_request(" deploy GUIDE ", outcome="failed,approved", limit=25, explain=True)
-    assert cursor.read(SECRET, made, "prn_a", same) == 10
+    assert cursor.read_position(SECRET, made, "prn_a", same).offset == 10
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_a_cursor_reads_back_its_offset_for_the_same_caller_and_search() -> None
 def test_another_caller_or_search_is_refused(principal: str, query: str, params: dict) -> None:  # type: ignore[type-arg]
     made = cursor.make(SECRET, "prn_a", search_request("deploy guide"), 10)
     with pytest.raises(InvalidInput) as e:
-        cursor.read(SECRET, made, principal, search_request(query, **params))
+        cursor.read_position(SECRET, made, principal, search_request(query, **params))
     assert e.value.field == "cursor"
 
 
@@ -53,9 +53,9 @@ def test_tampering_or_another_secret_is_refused() -> None:
     body, sig = made.split(".")
     for bad in (f"{forged_payload}.{sig}", f"{body}.{sig[:-1]}", "", "...", "%%%.%%%", "a" * 600):
         with pytest.raises(InvalidInput):
-            cursor.read(SECRET, bad, "prn_a", req)
+            cursor.read_position(SECRET, bad, "prn_a", req)
     with pytest.raises(InvalidInput):
-        cursor.read(b"t" * 32, made, "prn_a", req)
+        cursor.read_position(b"t" * 32, made, "prn_a", req)
 
 
 def _refused(made: str, req: object) -> bool:
@@ -144,9 +144,9 @@ def test_a_cursor_has_one_spelling_others_are_refused_naming_cursor() -> None:
     assert len(others) > 10
     for other in others:
         with pytest.raises(InvalidInput) as e:
-            cursor.read(SECRET, other, "prn_a", req)
+            cursor.read_position(SECRET, other, "prn_a", req)
         assert e.value.field == "cursor", other
-    assert cursor.read(SECRET, made, "prn_a", req) == 10
+    assert cursor.read_position(SECRET, made, "prn_a", req).offset == 10
 
 
 # Canonical unpadded base64url, as a grammar: whole quads, then 2 characters whose last carries

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from indexer.copying import Converter, diff_sorted, first_difference, same_vector
-from indexer.inventory import count_rejects, is_physical
+from indexer.inventory import is_physical
+from indexer.rejects import count_rejects
 from suli.backends.opensearch.bodies import item_to_doc
 from suli.embedding import FakeEmbedder
 from suli.errors import IndexingError

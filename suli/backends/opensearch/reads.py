@@ -83,15 +83,15 @@ class Reads(Workspaces):
         if by_token:
             answer = _token_answer(responses.pop(0), responses.pop(0))
             if answer.token is None:  # unknown or revoked: no hit is read, nothing is shown
-                return LegResults(by_token=True)
+                return LegResults()
             session = Session(answer.principal, bool(answer.token.get("admin")))
             if answer.principal is None:  # the token's principal is gone: no session either
-                return LegResults(session=session, by_token=True)
+                return LegResults(session=session)
             vis = answer.vis
             if vis is None:  # the token's copy is not current: these legs may not be used
                 vis = visibility_for(answer.principal, self.acls(answer.principal.workspace))
                 redone = self.search(replace(query, vis=vis))
-                return replace(redone, vis=vis, session=session, by_token=True)
+                return replace(redone, vis=vis, session=session)
         elif query.vis.stored is not None:
             vis = visdocs.resolved(query.vis, responses.pop(0))
             if vis is None:  # no current document: these legs may not be used; as before
@@ -169,7 +169,6 @@ class Reads(Workspaces):
             text_exact,
             vis,
             session=session,
-            by_token=by_token,
         )
 
     def _anchor(self, query: LegQuery) -> list[Any] | None:
