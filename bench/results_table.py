@@ -304,13 +304,13 @@ def _native() -> tuple[str, str]:
 ROWS = (
     Row("Suli HTTP GET QPS / native `hybrid` + RRF, 16 clients, 3 nodes × 3 primaries + 1 "
         "replica, 100k", (S100K_3P,), lambda: _qps_layout(S100K_3P)),
-    Row("the same, 3 nodes × 1 primary + 2 replicas, 100k", (S100K_1P,),
-        lambda: _qps_layout(S100K_1P)),
+    Row("Suli HTTP GET QPS / native, 16 clients, 3 nodes × 1 primary + 2 replicas, 100k",
+        (S100K_1P,), lambda: _qps_layout(S100K_1P)),
     Row("the same at 1M, 3 primaries (before the page by id; merge policy: 6–7 segments a "
         "shard copy)", (S1M,), lambda: _qps(S1M, 1_000_000)),
     Row("one client, Suli GET / native: 3 nodes × 3 primaries + 1 replica, 100k", (S100K_3P,),
         lambda: _one_client_layout(S100K_3P)),
-    Row("the same, 3 nodes × 1 primary + 2 replicas, 100k", (S100K_1P,),
+    Row("one client, Suli GET / native: 3 nodes × 1 primary + 2 replicas, 100k", (S100K_1P,),
         lambda: _one_client_layout(S100K_1P)),
     Row("search core / raw opensearch-py (legs + page), p50 / p99, 100k", (S100K,),
         _core_over_raw),
@@ -320,8 +320,8 @@ ROWS = (
         _recall),
     Row("nodes' CPU per search: Suli legs + page / native `hybrid` with highlight, 3 nodes × 3 "
         "primaries + 1 replica, 100k", (ENGINE_3P,), lambda: _engine_layout(ENGINE_3P)),
-    Row("the same, 3 nodes × 1 primary + 2 replicas, 100k", (ENGINE_1P,),
-        lambda: _engine_layout(ENGINE_1P)),
+    Row("nodes' CPU per search: Suli / native with highlight, 3 nodes × 1 primary + 2 "
+        "replicas, 100k", (ENGINE_1P,), lambda: _engine_layout(ENGINE_1P)),
     Row("the page's node CPU, 3 primaries: by id (`_mget`) / `ids` search / `ids` search with "
         "the engine's highlight", (ENGINE_3P,), _page_kinds),
     Row("snippets made in the core, CPU per page of 10 NFCorpus text hits p50 / a page holding "
