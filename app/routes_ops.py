@@ -15,6 +15,7 @@ from app.ratelimit import SharedStoreUnavailable
 from app.runtime import Runtime, run_blocking
 from app.schemas import Health, Ready, error_responses
 from app.tokens import client_address
+from suli.backends.base import as_store
 from suli.errors import BackendUnavailable, SuliError, Unauthorized
 from suli.service import Deadline
 
@@ -60,7 +61,7 @@ async def readyz(runtime: RuntimeDep) -> dict[str, Any]:
     deadline = Deadline(min(READY_TIMEOUT_S, runtime.settings.deadline_s))
     try:
         searcher = await run_blocking(runtime.searcher, deadline=deadline)
-        info = await run_blocking(searcher.backend.ping, deadline=deadline)
+        info = await run_blocking(as_store(searcher.backend).ping, deadline=deadline)
     except SharedStoreUnavailable as e:  # the searcher is built only once the store answers
         _not_ready("the shared store (SULI_SHARED_STORE) does not answer", e.message)
     except SuliError as e:

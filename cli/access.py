@@ -9,6 +9,7 @@ import click
 from cli.context import searcher
 from cli.output import emit_json, handle_errors, json_option
 from cli.remote import call, token_option, url_option
+from suli.backends.base import as_store
 from suli.errors import InvalidInput
 from suli.validate import lookup_id
 
@@ -79,7 +80,7 @@ def _local(
 def _holder(ctx: click.Context, item_id: str, preferred: str | None) -> str:
     """The workspace to look in: `preferred` (the principal's) when it holds the item, else
     the one workspace that does (the operator's CLI sees every workspace)."""
-    backend = searcher(ctx).backend
+    backend = as_store(searcher(ctx).backend)
     known = {p.workspace for p in backend.list_principals()}
     known |= {a.workspace for a in backend.list_acls()}
     if preferred is not None:

@@ -16,6 +16,7 @@ from cli.output import emit_json, handle_errors, json_option, plural
 from cli.rejects import default_rejects_path, echo_rejects, save_rejects
 from indexer.lines import raw_lines
 from suli.auth import create_token, revoke_token
+from suli.backends.base import as_store
 from suli.errors import InvalidInput, SuliError
 from suli.validate import lookup_id, parse_acl, parse_principal
 
@@ -262,7 +263,9 @@ def acl_load(ctx: click.Context, file: str) -> None:
 @handle_errors
 def acl_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
     """List board ACLs: board, workspace, name, members, groups."""
-    acls = [a for a in searcher(ctx).backend.list_acls() if workspace in (None, a.workspace)]
+    acls = [
+        a for a in as_store(searcher(ctx).backend).list_acls() if workspace in (None, a.workspace)
+    ]
     rows = [
         {
             "board": a.board,
@@ -307,7 +310,11 @@ def principal_load(ctx: click.Context, file: str) -> None:
 @handle_errors
 def principal_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
     """List principals: id, workspace, kind, groups."""
-    ps = [p for p in searcher(ctx).backend.list_principals() if workspace in (None, p.workspace)]
+    ps = [
+        p
+        for p in as_store(searcher(ctx).backend).list_principals()
+        if workspace in (None, p.workspace)
+    ]
     rows = [
         {"id": p.id, "workspace": p.workspace, "kind": p.kind, "groups": list(p.groups)} for p in ps
     ]
@@ -351,7 +358,11 @@ def token_create(
 @handle_errors
 def token_list(ctx: click.Context, principal_id: str | None, as_json: bool) -> None:
     """List stored tokens by hash (tokens themselves are never stored), owner and age."""
-    ts = [t for t in searcher(ctx).backend.list_tokens() if principal_id in (None, t.principal_id)]
+    ts = [
+        t
+        for t in as_store(searcher(ctx).backend).list_tokens()
+        if principal_id in (None, t.principal_id)
+    ]
     rows = [
         {"hash": t.hash, "principal": t.principal_id, "admin": t.admin, "created_at": t.created_at}
         for t in ts

@@ -11,6 +11,7 @@ import click
 
 from cli.context import searcher, settings, store_name
 from cli.output import emit_json, handle_errors
+from suli.backends.base import as_store
 from suli.files import open_private
 from suli.render import item_input_json
 from suli.validate import lookup_id
@@ -71,7 +72,7 @@ def export(ctx: click.Context, file: str, workspaces: tuple[str, ...]) -> None:
     n = 0
     target = nullcontext(sys.stdout) if file == "-" else open_private(file)
     with target as out:
-        for item in s.backend.all_items():
+        for item in as_store(s.backend).all_items():
             if wanted and item.workspace not in wanted:
                 continue
             out.write(json.dumps(item_input_json(item), ensure_ascii=False) + "\n")

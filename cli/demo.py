@@ -18,7 +18,7 @@ import click
 
 from cli.output import handle_errors
 from suli.auth import create_token, hash_token
-from suli.backends.base import Backend
+from suli.backends.base import Backend, as_store
 from suli.errors import InvalidInput
 from suli.settings import Settings
 
@@ -185,7 +185,7 @@ def demo(
     )  # the model loads only for texts the sample lacks
     ws = sample.build()
     try:
-        if searcher.backend.count() != len(ws.items):
+        if as_store(searcher.backend).count() != len(ws.items):
             click.echo(f"loading the sample workspace into {where} ...", err=True)
             sample.load(searcher.backend, searcher.embedder, ws)
         token = demo_token(searcher.backend, kept, principal_id)

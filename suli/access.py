@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from suli.backends.base import Backend
+from suli.backends.base import Store, as_store
 from suli.errors import NotFound
 from suli.models import BoardAcl, Item, Principal
 from suli.service import Searcher
@@ -75,7 +75,7 @@ class Audience:
 
 
 def read_item(
-    backend: Backend,
+    backend: Store,
     workspace: str,
     item_id: str,
     acls: Sequence[BoardAcl],
@@ -154,7 +154,7 @@ def explain(searcher: Searcher, workspace: str, item_id: str, who: Principal) ->
     """May `who` see item `item_id` of `workspace`, and why. NotFound when the workspace holds
     no such item (the same answer whatever another workspace holds)."""
     lookup_id(item_id)
-    backend = searcher.backend
+    backend = as_store(searcher.backend)
     acls = backend.acls(workspace)
     # `who` first (one read finds what they may see), then the others: a personal upload of
     # someone else is found by its uploader's read, not by a walk over the store.
@@ -181,7 +181,7 @@ def explain(searcher: Searcher, workspace: str, item_id: str, who: Principal) ->
 def audience(searcher: Searcher, workspace: str, item_id: str) -> Audience:
     """Every principal of `workspace` who may see item `item_id`, grouped by rule."""
     lookup_id(item_id)
-    backend = searcher.backend
+    backend = as_store(searcher.backend)
     acls = backend.acls(workspace)
     principals = [p for p in backend.list_principals() if p.workspace == workspace]
     item = _item(backend, workspace, item_id, acls, principals)
@@ -210,7 +210,7 @@ def audience(searcher: Searcher, workspace: str, item_id: str) -> Audience:
 
 
 def _item(
-    backend: Backend,
+    backend: Store,
     workspace: str,
     item_id: str,
     acls: Sequence[BoardAcl],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from suli.backends.base import Directory, Session
+from suli.backends.base import Directory, Session, as_store
 from suli.errors import Forbidden, NotFound, Unauthorized
 from suli.models import Principal
 
@@ -28,7 +28,7 @@ def create_token(backend: Directory, principal_id: str, admin: bool = False) -> 
 def revoke_token(backend: Directory, token: str) -> None:
     """Revoke by the token itself or by its hash."""
     key = token if len(token) == 64 and not token.startswith(PREFIX) else hash_token(token)
-    backend.revoke_token(key)
+    as_store(backend).revoke_token(key)
 
 
 def authenticate(

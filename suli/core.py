@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from suli.backends.base import Backend
+from suli.backends.base import Store
 from suli.embedding import Embedder, build_embedder
 from suli.errors import ModelMismatch
 from suli.service import Searcher
@@ -21,7 +21,7 @@ def open_embedder(settings: Settings, *, lazy_model: bool = False) -> Embedder:
     )
 
 
-def open_backend(settings: Settings, embedder: Embedder) -> Backend:
+def open_backend(settings: Settings, embedder: Embedder) -> Store:
     """The configured backend, with its indices/tables created if missing."""
     if settings.backend == "opensearch":
         from suli.backends.opensearch import OpenSearchBackend

@@ -3,14 +3,15 @@ directory (ACLs, principals, tokens). No fusion inside either, and the one visib
 suli.visibility's (a backend may store its result, never its own rule).
 
 `Backend` is both together; each real backend implements both, and code that needs only one
-side (auth: the directory) takes only that side."""
+side (auth: the directory) takes only that side. What only operators' tools ask (counts,
+listings, export, health) is `Admin`, apart; `Store` is all of it, as the edges open a store."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast, runtime_checkable
 
 from suli.models import BoardAcl, FacetCounts, Filters, Item, Principal
 from suli.visibility import Visibility
@@ -259,19 +260,9 @@ class ItemIndex(Protocol):
         """Remove the items of `workspace` with these ids; another workspace's are never touched."""
         ...
 
-    def count(self) -> int:
-        """All stored items (admin/ops view; never shown to a principal)."""
-        ...
-
     def refresh(self) -> None:
         """Make every acknowledged write visible to searches."""
         ...
-
-    def all_items(self) -> Iterator[Item]:
-        """Every stored item, whatever its visibility, by id (`suli export`, an admin tool)."""
-        ...
-
-    def ping(self) -> dict[str, object]: ...
 
     def close(self) -> None: ...
 
@@ -319,6 +310,26 @@ class Directory(Protocol):
         """token + principal + the workspace's ACLs in one go (None: unknown token)."""
         ...
 
+
+class Backend(ItemIndex, Directory, Protocol):
+    """What the search core needs from a store: its item index and its directory."""
+
+
+@runtime_checkable
+class Admin(Protocol):
+    """What only operators' tools ask of a store (the CLI's admin and ops commands, the
+    service's health, `suli access`): never part of a search, so not of the protocols above."""
+
+    def count(self) -> int:
+        """All stored items (admin/ops view; never shown to a principal)."""
+        ...
+
+    def all_items(self) -> Iterator[Item]:
+        """Every stored item, whatever its visibility, by id (`suli export`, an admin tool)."""
+        ...
+
+    def ping(self) -> dict[str, object]: ...
+
     def revoke_token(self, token_hash_or_prefix: str) -> int: ...
 
     # Listings for the admin CLI (`suli principal|acl|token list`), sorted by id.
@@ -329,5 +340,14 @@ class Directory(Protocol):
     def list_tokens(self) -> list[TokenInfo]: ...
 
 
-class Backend(ItemIndex, Directory, Protocol):
-    """What the search core needs from a store: its item index and its directory."""
+class Store(Backend, Admin, Protocol):
+    """A whole store as the edges open it (suli.core): the search core's protocols and the
+    operators' (every real backend, and the in-memory one, implement all of it)."""
+
+
+def as_store(backend: Backend | Directory) -> Store:
+    """The same store with its operators' methods, for an admin tool holding it as a Backend
+    (a Searcher's); TypeError for one without them."""
+    if not isinstance(backend, Admin):
+        raise TypeError(f"{type(backend).__name__} has no operators' methods (Admin)")
+    return cast(Store, backend)

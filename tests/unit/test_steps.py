@@ -119,3 +119,17 @@ def test_the_searcher_page_step_reads_the_page_and_counts(zoo: World) -> None:
     assert list(shown.items) == list(fused.listed)
     assert (shown.total, shown.relation) == (3, "eq")
     assert shown.filled.consumed == 3
+
+
+def test_as_store_gives_the_operators_methods_of_a_store_and_refuses_a_bare_one() -> None:
+    from suli.backends.base import Admin, as_store
+    from suli.backends.memory import MemoryBackend
+
+    store = MemoryBackend(4)
+    assert as_store(store) is store and isinstance(store, Admin)
+
+    class SearchOnly:  # the search core's protocols alone, no operators' methods
+        def search(self, query: object) -> None: ...
+
+    with pytest.raises(TypeError, match="operators"):
+        as_store(SearchOnly())  # type: ignore[arg-type]
