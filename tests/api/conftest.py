@@ -18,7 +18,7 @@ from suli.embedding import Embedder
 from suli.service import Reranker
 from suli.settings import Settings
 
-from .helpers import Api, World, drop, make_embedded_world, make_world, opener
+from .helpers import Api, World, drop, guarded_servers, make_embedded_world, make_world, opener
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -89,3 +89,10 @@ def make_api(world: World) -> Iterator[Callable[..., Api]]:
 def api(make_api: Callable[..., Api]) -> Api:
     """The default service over the module's seeded index (read-only tests)."""
     return make_api()
+
+
+@pytest.fixture
+def guarded() -> Iterator[Callable[..., int]]:
+    """Factory: a guarded server on a free loopback port with the given app and limits (by
+    default one that reads the whole body and answers 200)."""
+    yield from guarded_servers()

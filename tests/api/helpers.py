@@ -396,7 +396,23 @@ def _recv_or_end(s: socket.socket) -> bytes:
         return b""
 
 
-def guarded_servers(default_app: Callable[..., Any]) -> Iterator[Callable[..., int]]:
+async def read_body_ok(
+    scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]
+) -> None:
+    """An ASGI app that reads a request's whole body, then answers 200 "ok"."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+    )
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def guarded_servers(
+    default_app: Callable[..., Any] = read_body_ok,
+) -> Iterator[Callable[..., int]]:
     """Fixture body: a factory of guarded servers (app, limits) on free loopback ports, each
     returning its port; every server is stopped at the end."""
     import threading

@@ -10,34 +10,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from app.server import GuardedH11Protocol, ServeConfig, build_config, client_key
 from suli.settings import Settings
 
-from .helpers import guarded_servers
-
-
-async def _read_body(
-    scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]
-) -> None:
-    if scope["type"] != "http":
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
-    )
-    await send({"type": "http.response.body", "body": b"ok"})
-
-
-@pytest.fixture
-def guarded() -> Iterator[Callable[..., int]]:
-    yield from guarded_servers(_read_body)
-
+from .helpers import read_body_ok
 
 BODY_BYTES = 400
 PACE_S = 0.05  # the sender's pause between bytes: far under the per-pause timeout below
@@ -140,7 +119,7 @@ def test_ipv6_addresses_of_one_64_share_one_cap() -> None:
     loop = asyncio.new_event_loop()
     try:
         config = ServeConfig(
-            _read_body,
+            read_body_ok,
             max_connections=100,
             max_connections_per_client=3,
             header_timeout_s=10.0,

@@ -10,28 +10,15 @@ from __future__ import annotations
 import ipaddress
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from app.server import LINGER_S, build_config, per_client_cap
 from suli.settings import Settings
 
-from .helpers import answer_once_freed, guarded_servers, held_connection
+from .helpers import answer_once_freed, held_connection
 
 App = Callable[..., Any]
-
-
-async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-    if scope["type"] != "http":
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
-    )
-    await send({"type": "http.response.body", "body": b"ok"})
 
 
 async def _refuse_unread(
@@ -44,12 +31,6 @@ async def _refuse_unread(
         {"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"2")]}
     )
     await send({"type": "http.response.body", "body": b"no"})
-
-
-@pytest.fixture
-def guarded() -> Iterator[Callable[..., int]]:
-    """Factory: a guarded server on a free loopback port with the given app and limits."""
-    yield from guarded_servers(_ok)
 
 
 def _connect(port: int, source: str = "127.0.0.1", data: bytes = b"") -> socket.socket:

@@ -11,31 +11,11 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
-
-import pytest
+from collections.abc import Callable
 
 from app.server import fd_budget, logging_config
 
-from .helpers import answer_once_freed, guarded_servers, held_connection
-
-
-async def _ok(scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
-    if scope["type"] != "http":
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
-    )
-    await send({"type": "http.response.body", "body": b"ok"})
-
-
-@pytest.fixture
-def guarded() -> Iterator[Callable[..., int]]:
-    """Factory: a guarded server on a free loopback port with the given app and limits."""
-    yield from guarded_servers(_ok)
+from .helpers import answer_once_freed, held_connection
 
 
 def _connect(port: int, data: bytes = b"") -> socket.socket:
