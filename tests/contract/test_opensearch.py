@@ -62,27 +62,35 @@ class TestOpenSearchContract(BackendContract):
             backend.close()
 
 
+def _bare_world(opensearch_url: str) -> World:
+    """A World on an index of its own, nothing loaded yet (its test calls ensure_ready and
+    removes the index)."""
+    name = f"test-{uuid4().hex}"
+    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
+    emb = KeyedEmbedder()
+    backend = OpenSearchBackend(settings, emb.dimension, emb.name)
+    return World(backend, emb, settings, backend.refresh)
+
+
 def test_equal_scores_come_back_by_id_not_in_storage_order(
     opensearch_url: str, os_client: OpenSearch
 ) -> None:
     """Lucene returns ties in doc-id order, which any write's segment merges (another
     workspace's too) can renumber; the legs order ties by item id, so the answer is stable."""
-    name = f"test-{uuid4().hex}"
-    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
-    emb = KeyedEmbedder()
-    world = World(OpenSearchBackend(settings, emb.dimension, emb.name), emb, settings, lambda: None)
-    world.refresh = world.backend.refresh
+    world = _bare_world(opensearch_url)
     try:
         world.backend.ensure_ready()  # type: ignore[attr-defined]
         world.load([item("itm_2", "Quokka notes")], [principal("prn_a")])  # first segment
         world.load([item("itm_1", "Quokka notes")])  # a later segment: a higher doc id
         vis = Visibility(WS, "prn_a", frozenset())
-        legs = world.backend.search(LegQuery(vis, Filters(), "quokka", [1.0] * emb.dimension, 10))
+        legs = world.backend.search(
+            LegQuery(vis, Filters(), "quokka", [1.0] * world.embedder.dimension, 10)
+        )
         assert [h.id for h in legs.text] == [h.id for h in legs.vector] == ["itm_1", "itm_2"]
         for mode in ("text", "hybrid"):
             assert world.ids("prn_a", "quokka notes", mode=mode) == ["itm_1", "itm_2"]
     finally:
-        os_client.indices.delete(index=f"{name}*", ignore=[404])
+        os_client.indices.delete(index=f"{world.settings.index_alias}*", ignore=[404])
         world.backend.close()
 
 
@@ -124,11 +132,7 @@ def test_the_text_leg_continues_after_a_hit_named_by_id(
     reaches, the caller is asked to start again."""
     from suli.errors import InvalidInput
 
-    name = f"test-{uuid4().hex}"
-    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
-    emb = KeyedEmbedder()
-    world = World(OpenSearchBackend(settings, emb.dimension, emb.name), emb, settings, lambda: None)
-    world.refresh = world.backend.refresh
+    world = _bare_world(opensearch_url)
     try:
         world.backend.ensure_ready()  # type: ignore[attr-defined]
         mine = [item(f"itm_{n}", "Quokka", "quokka " * (1 + n)) for n in range(6)]
@@ -151,5 +155,5 @@ def test_the_text_leg_continues_after_a_hit_named_by_id(
             window(text_offset=9_999, text_after="itm_nowhere")
         assert deep.value.field == "cursor"
     finally:
-        os_client.indices.delete(index=f"{name}*", ignore=[404])
+        os_client.indices.delete(index=f"{world.settings.index_alias}*", ignore=[404])
         world.backend.close()
