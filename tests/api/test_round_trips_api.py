@@ -30,9 +30,9 @@ def test_http_search_costs_what_a_core_search_costs_and_get_two(
         got = api.search("bob", q="payroll")
     assert "itm_secret" in {r["id"] for r in got["results"]}
     # The token's session with both legs (its document holds the boards the legs look up),
-    # then the page (items, highlights and replacements, under the caller's visibility
-    # again); `total` needs no count.
-    assert sent == ["POST _msearch", "POST _msearch"]
+    # then the page read by id with the caller's visibility document (items and replacements,
+    # checked in the core); `total` needs no count.
+    assert sent == ["POST _msearch", "POST _mget"]
     bob = api.searcher.backend.principal("prn_bob")
     assert bob is not None
     with counting(_client(api)) as core:

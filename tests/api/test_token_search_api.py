@@ -19,7 +19,7 @@ from suli.models import Principal
 
 from .helpers import ACLS, WS, Api, World
 
-SEARCH = ["POST _msearch", "POST _msearch"]  # session and legs, then the page
+SEARCH = ["POST _msearch", "POST _mget"]  # session and legs, then the page by id
 UNKNOWN = "suli_" + "x" * 43
 
 
