@@ -74,6 +74,7 @@ def test_both_tools_are_listed_read_only_idempotent_and_documented(
         "max_results",
         "cursor",
         "facets",
+        "exact_total",
     }
     assert all(p.get("description") for p in search_props.values())
     assert set(by_name["library_related"].input_schema["properties"]) == {
