@@ -201,7 +201,9 @@ def test_writes_refused_by_the_block_land_in_the_new_index(world: World) -> None
     item = Item("during_block", sample.WORKSPACE, "written while the alias moves")
     vector = world.embedder.embed_documents([item.embed_text()])[0]
     backing_off = _ResendSeen()
-    bulk_log = logging.getLogger(OpenSearchBackend.__module__)
+    bulk_log = logging.getLogger(
+        "suli.backends.opensearch"
+    )  # the package: every layer logs below it
     bulk_log.addHandler(backing_off)
     try:
         writer = threading.Thread(
