@@ -136,7 +136,8 @@ def fuse(settings: Settings, p: Plan, legs: LegResults) -> Fused:
 def listed(p: Plan, ranked: Sequence[str]) -> tuple[str, ...]:
     """The ids in page order: `prefer` first (related only), then `ranked` without them."""
     first = [it.id for it in p.prefer]
-    return (*first, *(i for i in ranked if i not in set(first)))
+    taken = set(first)  # once: the generator below would build it again for every id
+    return (*first, *(i for i in ranked if i not in taken))
 
 
 def render(p: Plan, fused: Fused, shown: Shown) -> list[Result]:
