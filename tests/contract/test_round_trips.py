@@ -308,3 +308,31 @@ def test_related_round_trips(world: World) -> None:
     assert "itm_a" not in {r.id for r in resp.results}
     # the item, the items referencing it, then the legs and the page of the search
     assert sent == ["POST _msearch", "POST _msearch", *SEARCH]
+
+
+def test_a_page_read_refused_on_every_node_is_searched_instead(world: World) -> None:
+    """A node leaving (a restart, a rolling upgrade) can refuse the `_mget` on every connection
+    the client tries: the page is then searched (with its own pauses and retries), never
+    failed while the engine can still answer a search."""
+    from opensearchpy import ConnectionError as Refused
+
+    b = backend(world)
+    who = world.who("prn_a")
+    conns = list(b.client.transport.connection_pool.connections)
+    for conn in conns:
+        real = conn.perform_request
+
+        def refusing(method: str, url: str, *a: Any, _real: Any = real, **kw: Any) -> Any:
+            if url.split("?")[0].endswith("/_mget"):
+                raise Refused("N/A", "connection refused (planted)", None)
+            return _real(method, url, *a, **kw)
+
+        conn.perform_request = refusing
+    try:
+        with counting(b.client) as sent:
+            resp = world.searcher.search(who, _req())
+    finally:
+        for conn in conns:
+            conn.__dict__.pop("perform_request", None)  # counting's exit took it already
+    assert {r.id for r in resp.results} == {"itm_a", "itm_w"}
+    assert sent[:2] == SEARCH and "POST _msearch" in sent[2:]  # the page searched after

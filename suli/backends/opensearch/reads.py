@@ -250,7 +250,14 @@ class Reads(Workspaces):
             docs_.append({"_index": vis.stored.index, "_id": vis.stored.doc})
         params = self._params()
         params.pop("timeout", None)
-        got = wrap(lambda: self.client.mget(body={"docs": docs_}, params=params), "page")["docs"]
+        try:
+            got = wrap(lambda: self.client.mget(body={"docs": docs_}, params=params), "page")
+        except BackendUnavailable as e:
+            # A node leaving (a restart, a rolling upgrade) can refuse the read on every
+            # copy the client tries; the searched page asks again after a pause and says so.
+            log.warning("the page read by id failed (%s); searching the page instead", e)
+            return None
+        got = got["docs"]
         if any("error" in d for d in got):
             return None  # a shard copy did not answer: the searched page retries and says so
         boards = checked.boards
