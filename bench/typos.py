@@ -33,6 +33,7 @@ from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.quality import CACHE
 from bench.quality import ensure_indexed as ensure_nfcorpus
 from suli.backends.base import Backend, LegQuery
+from suli.backends.embedded import store as embedded_store
 from suli.backends.embedded import typos as embedded_typos
 from suli.backends.opensearch import bodies as opensearch_bodies
 from suli.core import open_backend
@@ -64,20 +65,45 @@ def one_typo(word: str, rnd: random.Random) -> str:
     return word[:i] + letter + word[i + 1 :]
 
 
-def typo_queries(queries: dict[str, str], seed: int = SEED) -> dict[str, str]:
-    """Each query with one typo in one of its words of 5+ letters (by query id order)."""
+def typo_queries(
+    queries: dict[str, str], seed: int = SEED, df: dict[str, int] | None = None
+) -> dict[str, str]:
+    """Each query with one typo in one of its words of 5+ letters (by query id order): a
+    random one, or with `df` (each word's document count) its rarest word in the collection
+    (the one that matters most; ties: the first), among the words some document holds."""
     rnd = random.Random(seed)
     out = {}
     for qid in sorted(queries):
         ws = words(queries[qid])
         long = [w for w in ws if len(w) >= 5 and w.isalpha()]
+        if df is not None:
+            long = [w for w in long if df.get(w)]
         if not long:
             out[qid] = " ".join(ws)
             continue
-        target = rnd.choice(long)
+        target = min(long, key=lambda w: df[w]) if df is not None else rnd.choice(long)
         typo = one_typo(target, rnd)
         out[qid] = " ".join(typo if w == target else w for w in ws)
     return out
+
+
+def document_counts() -> dict[str, int]:
+    """How many NFCorpus documents hold each word (suli.text.words of title and body)."""
+    df: dict[str, int] = {}
+    for it in load_items():
+        for w in set(words(f"{it.title} {it.body}")):
+            df[w] = df.get(w, 0) + 1
+    return df
+
+
+@contextmanager
+def typo_weight(weight: float) -> Iterator[None]:
+    """Corrections weighed by `weight` on both backends (for tuning suli.text.TYPO_WEIGHT)."""
+    with (
+        mock.patch.object(opensearch_bodies, "TYPO_WEIGHT", weight),
+        mock.patch.object(embedded_store, "TYPO_WEIGHT", weight),
+    ):
+        yield
 
 
 @contextmanager
@@ -166,6 +192,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--alias", default="bench-typos")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--hybrid", action="store_true", help="the first page of the whole search")
+    ap.add_argument(
+        "--word",
+        choices=["random", "rarest"],
+        default="random",
+        help="which word of each query gets the typo: a random one, or its rarest",
+    )
+    ap.add_argument(
+        "--tune",
+        metavar="W,W,...",
+        help="with --hybrid: nDCG@10 of clean, random- and rarest-word typo queries for each "
+        "correction weight (suli.text.TYPO_WEIGHT) instead of the before/after report",
+    )
     args = ap.parse_args(argv)
     if args.hybrid:
         return hybrid(args)
@@ -180,9 +218,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ensure_indexed(backend)
     qrels = load_qrels(args.split)
     clean = load_queries(set(qrels))
-    typod = typo_queries(clean)
+    typod = typo_queries(clean, df=document_counts() if args.word == "rarest" else None)
     report: dict[str, Any] = {
         "backend": args.backend,
+        "word": args.word,
         "split": args.split,
         "queries": len(clean),
         "changed": sum(1 for q in clean if " ".join(words(clean[q])) != typod[q]),
@@ -208,9 +247,12 @@ def hybrid(args: argparse.Namespace) -> dict[str, Any]:
     searcher = Searcher(backend, embedder, settings)
     qrels = load_qrels(args.split)
     clean = load_queries(set(qrels))
-    typod = typo_queries(clean)
+    if args.tune:
+        return tune(searcher, clean, qrels, [float(w) for w in args.tune.split(",")], args)
+    typod = typo_queries(clean, df=document_counts() if args.word == "rarest" else None)
     report: dict[str, Any] = {
         "backend": args.backend,
+        "word": args.word,
         "measured": "hybrid first page (limit 10), shipped defaults",
         "split": args.split,
         "queries": len(clean),
@@ -227,6 +269,35 @@ def hybrid(args: argparse.Namespace) -> dict[str, Any]:
     report["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(report, indent=2))
     backend.close()
+    return report
+
+
+def tune(
+    searcher: Searcher,
+    clean: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    weights: list[float],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """nDCG@10 of the first pages for each correction weight: clean queries, a typo in a
+    random word, a typo in the rarest word; and the share of the clean score each keeps."""
+    sets = {
+        "clean": clean,
+        "random": typo_queries(clean),
+        "rarest": typo_queries(clean, df=document_counts()),
+    }
+    report: dict[str, Any] = {"backend": args.backend, "split": args.split, "weights": {}}
+    for w in weights:
+        with typo_weight(w):
+            got = {
+                name: round(mean_metrics(first_pages(searcher, qs)[0], qrels)["ndcg@10"], 4)
+                for name, qs in sets.items()
+            }
+        got["random kept"] = round(got["random"] / got["clean"], 3)
+        got["rarest kept"] = round(got["rarest"] / got["clean"], 3)
+        report["weights"][str(w)] = got
+        print(json.dumps({str(w): got}), flush=True)
+    print(json.dumps(report, indent=2))
     return report
 
 

@@ -75,6 +75,12 @@ FUZZY_MIN_CHARS = 5
 TWO_EDITS_CHARS = 8
 PREFIX_LENGTH = 1
 PREFIX_MIN_CHARS = 3
+# A correction's weight against the word spelt right (DESIGN 3.12), on both backends: a word
+# found through a correction counts as that word would (its own BM25: the rarer, the more),
+# times this penalty for the edit, and only in items without the query's word itself, so an
+# item holding the word spelt right ranks above one holding only a correction of it. Tuned on
+# NFCorpus dev (bench/typos.py; bench/RESULTS.md "Typos in the rarest word").
+TYPO_WEIGHT = 0.5
 # Corrections kept per word on the embedded store (visible words only, nearest first).
 MAX_EXPANSIONS = 20
 # Words corrected per query, the first ones: typed queries are short, and a long one (a

@@ -144,3 +144,23 @@ class TypoRules:
             got = w.search("prn_a", query, mode="text", limit=25)
             assert [r.id for r in got.results] == ["itm_vis"], query
             assert got.total == 1
+
+    def test_a_typo_in_the_rarest_word_weighs_as_that_word(
+        self, make_searcher: MakeSearcher
+    ) -> None:
+        """#35: a corrected word counts by its rarity, as the word spelt right would (times a
+        penalty for the edit), not in a tier below every item holding an exact word: a typo in
+        the one rare word of a long query keeps the item holding that word on top."""
+        common = [
+            item(f"itm_c{n:02}", f"Cell energy notes {n}", "Cell energy and cell growth in a cell.")
+            for n in range(12)
+        ]
+        other = [
+            item(f"itm_o{n:02}", f"Budget review {n}", "Quarterly figures.") for n in range(24)
+        ]
+        rare = item("itm_mito", "Mitochondria", "Mitochondria make the energy a cell uses.")
+        w = make_searcher([*common, *other, rare], [principal("prn_a")])
+        for query in ("mitochondria cell energy", "mitocnhondria cell energy"):
+            got = w.ids("prn_a", query, mode="text", limit=25)
+            assert got[0] == "itm_mito", (query, got[:3])
+            assert len(got) == 13, query  # every item still found, the rare one first

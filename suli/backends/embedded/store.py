@@ -44,14 +44,15 @@ from suli.errors import (
 )
 from suli.files import create_private
 from suli.models import BoardAcl, Filters, Item, Principal
+from suli.text import TYPO_WEIGHT
 from suli.visibility import Visibility
 
 PROGRESS_STEPS = 2_000  # SQLite VM steps between deadline checks
 BUSY_TIMEOUT_S = 30.0  # a writer in another process holds the lock: wait, then fail clearly
 MMAP_BYTES = 1 << 30
 CACHE_KIB = 32 << 10
-# The typo tier's scores against the exact tier's (they stay below its lowest, see _text_leg).
-TYPO_WEIGHT = 0.5
+# The prefix tier's scores against the others' (they stay below their lowest, see _text_leg).
+PREFIX_WEIGHT = 0.5
 
 
 def _rowids(joined: str | None) -> IntArray:
@@ -341,27 +342,50 @@ class EmbeddedBackend:
         ).fetchall()
         return [(r, -float(s)) for r, s in rows]  # bm25() is negated: lower is better
 
+    def _scored(
+        self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch, limit: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, score) of the rows the exact words or a correction match, best first: a
+        row's BM25 for its exact words plus, for each corrected word it lacks, TYPO_WEIGHT
+        times the BM25 of the corrections it holds (FTS5's bm25() is a sum over the phrases
+        of the query, so each part is scored alone and the parts add up)."""
+        table = q.FTS_TABLES[query.text_fields]
+        bm25 = q.bm25_call(table, self.bm25_weights)
+        parts: list[str] = []
+        params: list[Any] = []
+        for weight, expr in ((1.0, tm.exact), *((TYPO_WEIGHT, e) for e in tm.corrected)):
+            if expr is not None:
+                parts.append(
+                    f"SELECT rowid AS r, ? * {bm25} AS s FROM {table} WHERE {table} MATCH ?"
+                )
+                params += [weight, expr]
+        where, wparams = q.where(query.vis, query.filters, query.regex)
+        rows = c.execute(
+            f"SELECT m.r, sum(m.s) AS t FROM ({' UNION ALL '.join(parts)}) m "
+            f"JOIN items i ON i.rowid = m.r WHERE {where} GROUP BY m.r ORDER BY t, m.r LIMIT ?",
+            [*params, *wparams, limit],
+        ).fetchall()
+        return [(r, -float(s)) for r, s in rows]  # bm25() is negated: lower is better
+
     def _text_leg(
         self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch
     ) -> tuple[Hit, ...]:
-        """Exact-word matches first, then the rows found only through a correction or the
-        last word's prefix (DESIGN 3.12): a typo never outranks the word spelt right. The
-        window from `text_offset` of that order, with only the fields fusion reads."""
+        """The rows the exact words or a correction match (DESIGN 3.12: a correction counts as
+        its word would, by its rarity, times TYPO_WEIGHT, and only where the word itself is
+        absent), then those found only through the last word's prefix. The window from
+        `text_offset` of that order, with only the fields fusion reads."""
         want = query.text_offset + query.depth
-        ranked = self._ranked(c, query, tm.exact, want) if tm.exact else []
-        tiers: list[tuple[str | None, TextFields | None, str | None]] = [
-            (tm.typo_only, None, None),  # corrections
-            (tm.prefix, "plain", tm.either),  # the last word's prefix, unstemmed
-        ]
-        for expr_, flavour, unless in tiers:
-            if expr_ is None or len(ranked) >= want:
-                continue
-            tier = self._ranked(c, query, expr_, want - len(ranked), flavour, unless)
+        if tm.corrected:
+            ranked = self._scored(c, query, tm, want)
+        else:
+            ranked = self._ranked(c, query, tm.exact, want) if tm.exact else []
+        if tm.prefix is not None and len(ranked) < want:
+            tier = self._ranked(c, query, tm.prefix, want - len(ranked), "plain", tm.either)
             if tier:
                 # Scaled under the lowest score so far, order kept: the tier's scores say it
                 # ranks lower wherever a leg's scores are compared.
                 floor = min((s for _, s in ranked), default=1.0)
-                scale = min(TYPO_WEIGHT, TYPO_WEIGHT * floor / max(s for _, s in tier))
+                scale = min(PREFIX_WEIGHT, PREFIX_WEIGHT * floor / max(s for _, s in tier))
                 ranked += [(r, s * scale) for r, s in tier]
         window = ranked[query.text_offset : want]
         if not window:

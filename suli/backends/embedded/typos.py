@@ -4,7 +4,8 @@ A query word that may carry a typo (suli.text.typo_words) is compared, with rapi
 optimal-string-alignment distance (a swap is one edit, as in Lucene's fuzzy query), against
 the words of the unstemmed FTS table that share its first letter and are about as long; the
 last word also matches as a prefix (`"word"*`). The corrections then join the text leg's
-MATCH, which runs under the caller's visibility, in a lower tier (see EmbeddedBackend).
+MATCH, which runs under the caller's visibility, weighed by suli.text.TYPO_WEIGHT (see
+EmbeddedBackend._scored).
 
 The vocabulary spans every workspace, so it is never shown and is read only here: a
 correction is kept only when it occurs in an item the caller can see (checked by a MATCH under
@@ -144,6 +145,9 @@ class TextMatch:
     # The last word's prefix, on the unstemmed table: the stemmer would cut a whole word to a
     # stem that is a prefix of others ("orchestrations" -> "orchestr" -> "orchestra").
     prefix: str | None = None
+    # Each corrected word's corrections where the word itself is absent ("(c1 OR c2) NOT w"),
+    # on the same table: what the text leg scores a correction by (see EmbeddedBackend).
+    corrected: tuple[str, ...] = ()
 
     @property
     def either(self) -> str | None:
@@ -152,13 +156,6 @@ class TextMatch:
         if len(parts) < 2:
             return parts[0] if parts else None
         return f"({parts[0]}) OR ({parts[1]})"
-
-    @property
-    def typo_only(self) -> str | None:
-        """Rows of the corrections tier that no exact word matches."""
-        if self.typo is None:
-            return None
-        return self.typo if self.exact is None else f"({self.typo}) NOT ({self.exact})"
 
     def condition(self, flavour: TextFields) -> tuple[str, list[Any]]:
         """SQL over items `i`: the row matches in any tier (for counts and facets)."""
@@ -297,13 +294,18 @@ def text_match(
     if flavour == "plain":  # only common words: they are never corrected
         return TextMatch(exact, None)
     typo: list[str] = []
+    corrected: list[str] = []
     for w in typo_words(text):
         found = corrections(c, vis, w) if vocab is None else vocab.corrections(c, vis, w)
         typo += [quote_word(t) for t in found]
+        if found:
+            either = " OR ".join(quote_word(t) for t in found)
+            corrected.append(f"({either}) NOT {quote_word(w)}")
     last = prefix_word(text)
     unique = list(dict.fromkeys(typo))
     return TextMatch(
         exact,
         " OR ".join(unique) if unique else None,
         f"{quote_word(last)}*" if last is not None else None,
+        tuple(corrected),
     )

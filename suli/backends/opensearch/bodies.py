@@ -19,6 +19,7 @@ from suli.text import (
     FUZZY_MIN_CHARS,
     PREFIX_LENGTH,
     TWO_EDITS_CHARS,
+    TYPO_WEIGHT,
     prefix_word,
     typo_words,
 )
@@ -74,35 +75,42 @@ def exact_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> d
     return {"multi_match": {"query": text, "fields": TEXT_FIELDS[flavour], "type": form.kind}}
 
 
-# The typo clauses' weight against the exact one (DESIGN 3.12): a word found only through a
-# correction or a prefix ranks below the same word spelt right, and on clean queries the
-# clauses barely move the ranking (bench/RESULTS.md, "Typos": NFCorpus dev nDCG@10).
-TYPO_BOOST = 0.1
+# The last word's prefix (it may be half typed) is one constant-score clause of this weight.
+PREFIX_BOOST = 0.1
+# The corrections each query word expands to, nearest first (Lucene's own cap is the engine's
+# `indices.query.bool.max_clause_count`, 1,024 by default, whichever is lower): far above what a
+# word reaches within its edits and fixed first letter, so another tenant's near-misses cannot
+# crowd a visible correction out (tests/contract/rules_typos.py plants 64).
+TYPO_TERMS = 1024
 
 
 def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
-    """The lower-weighted clauses that forgive typos: the longer words fuzzy (the edits of
+    """The clauses that forgive typos: the longer words fuzzy (the edits of
     suli.text.max_edits, the first letter fixed) and the last word as a prefix. Common words are
     never fuzzed, and a query of only common words ("plain") has none. Both take only the
     words the Python side picked (suli.text): nothing of the user's text is syntax.
 
-    Both rewrite to a constant score over every term they reach (bounded by the edits, the
-    fixed first letter and PREFIX_MIN_CHARS), not to the top `max_expansions` terms: the
-    term dictionary spans every workspace, and a top-N cut would let words in items the
-    caller cannot see crowd a visible correction out (tests/contract/rules_typos.py). The
-    typo tier's order then comes from the exact clause and the vector leg, not from BM25."""
+    A fuzzy word scores each correction it reaches by that term's own BM25 (`top_terms_N`:
+    a scoring boolean over the nearest TYPO_TERMS terms), weighed by TYPO_WEIGHT: the rarer the
+    word meant, the more its correction counts, as the word itself would. Each term is scored by
+    its own statistics, not blended with the others' (`top_terms_blended_freqs_N`, Lucene's
+    default), so a near-miss that only another tenant's items hold changes no visible item's
+    score. The prefix is a constant score over every term it reaches (PREFIX_BOOST)."""
     if flavour == "plain":
         return []
     # On the unstemmed fields, as the embedded store corrects against its unstemmed
     # vocabulary: a typo is an edit of the word, and a stem cut short ("orchestrations" ->
     # "orchestr") would reach words ("orchestra") the query never came near.
     fields = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
+    # The word as the exact clause matches it (stemmed): an item the exact clause scores for
+    # the word ("cancers" for "cancer") gains nothing from its corrections on top.
+    exact_fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
 
-    def unless_exact(clause: dict[str, Any], word: str) -> dict[str, Any]:
+    def unless_exact(clause: dict[str, Any], word: str, boost: float) -> dict[str, Any]:
         # Only where the word itself is absent: an item holding it gains nothing, so the
         # clauses never tilt a ranking of exact words (towards long words, or the last one).
-        exact = {"multi_match": {"query": word, "fields": fields}}
-        return {"bool": {"must": [clause], "must_not": [exact], "boost": TYPO_BOOST}}
+        exact = {"multi_match": {"query": word, "fields": exact_fields}}
+        return {"bool": {"must": [clause], "must_not": [exact], "boost": boost}}
 
     out: list[dict[str, Any]] = []
     for word in typo_words(text):
@@ -114,16 +122,16 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
                 "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
                 "prefix_length": PREFIX_LENGTH,
                 "fuzzy_transpositions": True,
-                "fuzzy_rewrite": "constant_score",
+                "fuzzy_rewrite": f"top_terms_{TYPO_TERMS}",
             }
         }
-        out.append(unless_exact(fuzzy, word))
+        out.append(unless_exact(fuzzy, word, TYPO_WEIGHT))
     last = prefix_word(text)
     if last is not None:
         # On the unstemmed field: a half-typed word is a prefix of the word, not of its stem.
         # `last` is a lower-cased \w+ run: no wildcard or syntax reaches the engine.
         prefix = {"prefix": {CONTENT_FIELD["plain"]: {"value": last, "rewrite": "constant_score"}}}
-        out.append(unless_exact(prefix, last))
+        out.append(unless_exact(prefix, last, PREFIX_BOOST))
     return out
 
 
