@@ -85,7 +85,7 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
                 out.append(body)
             return out
 
-        return be._read_many(q.vis, make, "page")
+        return be.reads._read_many(q.vis, make, "page")
 
     out: dict[str, Kind] = {
         "suli_legs": (lambda i: be.search(legs[i]), len(legs)),

@@ -21,7 +21,7 @@ from bench.scale_cluster.size import (
     segment_summary,
     wait_green,
 )
-from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch.directory import acl_id
 from suli.models import BoardAcl, Principal
 from suli.validate import parse_item
 
@@ -93,7 +93,7 @@ def _acls(run: SizeRun) -> int:
         for a in todo:
             lines += [
                 {"index": {"_index": run.backend.acl_index,
-                           "_id": OpenSearchBackend._acl_id(a.workspace, a.board)}},
+                           "_id": acl_id(a.workspace, a.board)}},
                 {"doc_type": "acl", "board": a.board, "workspace": a.workspace,
                  "name": a.name, "members": list(a.members), "groups": list(a.groups)},
             ]  # fmt: skip

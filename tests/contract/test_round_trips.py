@@ -16,7 +16,10 @@ import pytest
 from opensearchpy import OpenSearch
 
 from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch.client import Connection
+from suli.backends.opensearch.directory import AclDirectory
 from suli.backends.opensearch.visdocs import doc_id
+from suli.backends.opensearch.visibility import VisibilityUpkeep
 from suli.models import Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
@@ -212,20 +215,14 @@ def test_concurrent_acl_and_principal_writes_leave_every_document_right(
         assert ids == expected
 
 
-class _PausingWriter(OpenSearchBackend):
-    """A writer that stops once, after reading the ACLs for a recompute, until released: the
-    interleaving where another writer's newer state lands in between, made certain."""
+class _PausingUpkeep(VisibilityUpkeep):
+    """Visibility upkeep that stops once, after reading the ACLs for a recompute, until
+    released: the interleaving where another writer's newer state lands in between, made
+    certain."""
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
+    def __init__(self, conn: Connection) -> None:
+        super().__init__(conn)
         self.read, self.go = threading.Event(), threading.Event()
-        self.failed: list[BaseException] = []
-
-    def put_acls_reporting(self, acls: Any) -> None:
-        try:
-            self.put_acls(acls)
-        except BaseException as e:  # reported by the test
-            self.failed.append(e)
 
     def _acls_with_seq(self, workspaces: set[str]) -> Any:
         got = super()._acls_with_seq(workspaces)
@@ -233,6 +230,26 @@ class _PausingWriter(OpenSearchBackend):
             self.read.set()
             assert self.go.wait(30)
         return got
+
+
+class _PausingWriter:
+    """The directory part alone over its own connection, with the pausing upkeep."""
+
+    def __init__(self, settings: Settings, dimension: int, model: str) -> None:
+        self.conn = Connection(settings, dimension, model)
+        self.upkeep = _PausingUpkeep(self.conn)
+        self.directory = AclDirectory(self.conn, self.upkeep)
+        self.read, self.go = self.upkeep.read, self.upkeep.go
+        self.failed: list[BaseException] = []
+
+    def put_acls_reporting(self, acls: Any) -> None:
+        try:
+            self.directory.put_acls(acls)
+        except BaseException as e:  # reported by the test
+            self.failed.append(e)
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 def test_a_writer_working_from_an_older_state_never_overwrites_a_newer_document(

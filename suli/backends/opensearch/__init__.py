@@ -1,17 +1,21 @@
 """OpenSearch backend: both legs in one _msearch through the items alias; writes with back-off.
 
-The whole backend lives in this package. Cut into rooms, each a layer over the ones below it:
+The whole backend lives in this package. `OpenSearchBackend` (backend) is composed of parts,
+each holding the one `Connection` and, given at construction, the other parts it asks:
 
-    client      clients, transport faults as core errors, the per-read time budget
-    visibility  visibility-document upkeep (visdocs holds the pure builders and checks)
-    directory   board ACLs, principals, tokens, sessions (the ACL index)
-    indices     physical index, alias, ACL index, migrations, the write guard
-    workspaces  an index per workspace when SULI_ISOLATE_WORKSPACES is on
-    reads       the two legs, the page by id, browse, get, vectors, facets, count, export
-    writes      bulk upsert and delete with retries
-    backend     OpenSearchBackend: all of the above
+    client      Connection: settings, the two clients, the items' alias, the read time budget;
+                transport faults as core errors
+    visibility  VisibilityUpkeep: the ACL-index reads visibility documents are made from, and
+                their conflict-safe rewrite (visdocs holds the pure builders and checks)
+    directory   AclDirectory (visibility): board ACLs, principals, tokens, sessions
+    indices     Indices: physical index, alias, ACL index, migrations, the write guard
+    workspaces  Workspaces: an index per workspace when SULI_ISOLATE_WORKSPACES is on
+    reads       Reads (visibility, indices, workspaces): the two legs, the page by id, browse,
+                get, vectors, facets, count, export
+    writes      Writes (indices, workspaces): bulk upsert and delete with retries
+    backend     OpenSearchBackend: builds the parts and answers the protocols through them
 
-Pure parts: `bodies` (request bodies), `docs` (documents in and out), `visdocs`, `keys`
+Pure modules: `bodies` (request bodies), `docs` (documents in and out), `visdocs`, `keys`
 (storage keys), `hnsw` (the vector graph's parameters, also a setting's type), `roles`.
 
 Importing the package loads no client: `OpenSearchBackend`, `make_client` and `wrap` are

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +14,7 @@ import orjson
 from opensearchpy import OpenSearch
 from opensearchpy.serializer import JSONSerializer
 
-from suli.backends.opensearch import bodies, tls
+from suli.backends.opensearch import tls
 from suli.deadline import in_force
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
 from suli.settings import Settings
@@ -141,7 +142,8 @@ def wrap(call: Callable[[], T], what: str) -> T:
 
 
 class Connection:
-    """What every part of the backend shares: settings, the two clients, the time budget."""
+    """What every part of the backend shares: settings, the two clients, where the items live,
+    and the time budget of one read. The parts hold one and never copy its clients."""
 
     def __init__(self, settings: Settings, dimension: int, model: str = "") -> None:
         self.settings = settings
@@ -152,19 +154,20 @@ class Connection:
         self.client = make_client(settings, max_retries=1)
         # Writes: the transport never retries; the bulk layer owns all retries.
         self.write_client = make_client(settings, max_retries=0)
-        self._keyed = False  # the live index keys items per workspace (checked on first write)
-        self._keyed_indices: dict[str, bool] = {}  # physical index -> keyed (the page's reads)
-        # (embed hash, seq_no, primary_term) by _id, as stored_hashes read them; an upsert that
-        # keeps a stored vector writes only that version of the document.
-        self._seen: dict[str, tuple[str, int, int]] = {}
-        # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
-        self.text_form = bodies.TEXT_FORM
         # Every workspace in an index of its own (suli.backends.opensearch.workspaces).
         self.isolated = settings.isolate_workspaces
         self.workspace: str | None = None  # set on a view of one workspace's index
-        self._workspaces: set[str] = set()  # workspaces whose index is known to exist
 
-    def _left(self, timeout_s: float | None = None, since: float | None = None) -> float:
+    def view(self, alias: str, workspace: str) -> Connection:
+        """The same clients on one workspace's own alias, read and written as if it were the
+        shared one (what `suli reindex` and its rollback work on)."""
+        view = copy.copy(self)
+        view.alias = alias
+        view.workspace = workspace
+        view.isolated = False
+        return view
+
+    def time_left(self, timeout_s: float | None = None, since: float | None = None) -> float:
         """Seconds one read may take (<= 0 when none): the client's default timeout, cut to
         `timeout_s` (counted from `since`, a monotonic time) and to the deadline in force."""
         left = self.settings.opensearch_timeout_s
@@ -176,11 +179,13 @@ class Connection:
             left = min(left, deadline.left())
         return left
 
-    def _params(self, timeout_s: float | None = None, since: float | None = None) -> dict[str, Any]:
+    def read_params(
+        self, timeout_s: float | None = None, since: float | None = None
+    ) -> dict[str, Any]:
         """Per-request parameters of one read: the client gives up when the request's time is
         up, and (`timeout`, for search bodies) OpenSearch stops the search by then too, so no
         work is left running past the request's deadline. DeadlineExceeded when none is left."""
-        left = self._left(timeout_s, since)
+        left = self.time_left(timeout_s, since)
         if left <= 0:
             raise DeadlineExceeded("request exceeded its deadline before OpenSearch was asked")
         left = max(left, MIN_TIMEOUT_S)
@@ -189,7 +194,7 @@ class Connection:
             params["timeout"] = f"{max(int(left * 1000), 50)}ms"
         return params
 
-    def _search(
+    def search(
         self,
         body: dict[str, Any],
         what: str,
@@ -198,13 +203,17 @@ class Connection:
         missing_ok: bool = False,
     ) -> dict[str, Any]:
         """One search; `missing_ok`: an index or alias not made yet answers with no hits."""
-        params = self._params(timeout_s)
+        params = self.read_params(timeout_s)
         params.pop("timeout", None)
         if missing_ok:
             params["ignore_unavailable"] = "true"
         return wrap(
             lambda: self.client.search(index=index or self.alias, body=body, params=params), what
         )
+
+    def close(self) -> None:
+        self.client.close()
+        self.write_client.close()
 
 
 @contextlib.contextmanager

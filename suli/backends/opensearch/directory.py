@@ -1,8 +1,14 @@
-"""The directory in the ACL index: board ACLs, principals, API tokens and sessions."""
+"""The directory in the ACL index: board ACLs, principals, API tokens and sessions.
+
+`AclDirectory` is OpenSearch's half of the `base.Directory` protocol; the visibility part it
+is given keeps each principal's visibility document current as the directory changes.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -11,34 +17,42 @@ import opensearchpy
 
 from suli.backends.base import Session, TokenInfo
 from suli.backends.opensearch import keys
-from suli.backends.opensearch.client import wrap
+from suli.backends.opensearch.client import Connection, wrap
 from suli.backends.opensearch.visibility import VisibilityUpkeep, acl_of, principal_of
 from suli.errors import BackendUnavailable, DeadlineExceeded, NotFound
 from suli.models import BoardAcl, Principal
 
+log = logging.getLogger(__name__)
 
-class Directory(VisibilityUpkeep):
+
+def acl_id(workspace: str, board: str) -> str:
+    """The ACL-index `_id` of one board's ACL."""
+    return f"acl:{keys.key(workspace, board)}"
+
+
+class AclDirectory:
     """ACLs, principals and tokens; every ACL and principal write updates the visibility
-    documents it touches before it returns."""
+    documents it touches (through `visibility`) before it returns."""
+
+    def __init__(self, conn: Connection, visibility: VisibilityUpkeep) -> None:
+        self.conn = conn
+        self.visibility = visibility
 
     def _put(self, doc_id: str, doc: dict[str, Any]) -> None:
+        conn = self.conn
         wrap(
-            lambda: self.write_client.index(
-                index=self.acl_index, id=doc_id, body=doc, refresh=True
+            lambda: conn.write_client.index(
+                index=conn.acl_index, id=doc_id, body=doc, refresh=True
             ),
             "acl write",
         )
 
-    @staticmethod
-    def _acl_id(workspace: str, board: str) -> str:
-        return f"acl:{keys.key(workspace, board)}"
-
     def _get(self, doc_id: str) -> dict[str, Any] | None:
-        params = self._params()
+        params = self.conn.read_params()
         params.pop("timeout", None)  # not a parameter of get
         try:
-            source: dict[str, Any] = self.client.get(
-                index=self.acl_index, id=doc_id, params=params
+            source: dict[str, Any] = self.conn.client.get(
+                index=self.conn.acl_index, id=doc_id, params=params
             )["_source"]
             return source
         except opensearchpy.NotFoundError:
@@ -55,7 +69,7 @@ class Directory(VisibilityUpkeep):
         call returns (is acknowledged) only once both are searchable."""
         for a in acls:
             self._put(
-                self._acl_id(a.workspace, a.board),
+                acl_id(a.workspace, a.board),
                 {
                     "doc_type": "acl",
                     "board": a.board,
@@ -66,19 +80,38 @@ class Directory(VisibilityUpkeep):
                 },
             )
         if acls:
-            self._refresh_visibility(self._principal_ids({a.workspace for a in acls}))
+            self.visibility.rewrite(self._principal_ids({a.workspace for a in acls}))
+
+    def acls(self, workspace: str) -> list[BoardAcl]:
+        return self.visibility.acls(workspace)
 
     def acl(self, workspace: str, board: str) -> BoardAcl | None:
-        s = self._get(self._acl_id(workspace, board))
+        s = self._get(acl_id(workspace, board))
         return None if s is None else acl_of(s)
 
     def list_acls(self) -> list[BoardAcl]:
-        return sorted((acl_of(s) for s in self._all("acl")), key=lambda a: a.board)
+        return sorted((acl_of(s) for s in self.visibility.listing("acl")), key=lambda a: a.board)
+
+    def rekey_acls(self) -> None:
+        """ACL documents of before per-workspace board keys (`acl:<board>`) move to
+        `acl:<workspace>/<board>`; idempotent, and the ACL index is small."""
+        body = {"size": 10_000, "query": {"term": {"doc_type": "acl"}}}
+        hits = self.conn.search(body, "acl read", index=self.conn.acl_index)["hits"]["hits"]
+        old = [
+            h for h in hits if h["_id"] != acl_id(h["_source"]["workspace"], h["_source"]["board"])
+        ]
+        for h in old:
+            self._put(acl_id(h["_source"]["workspace"], h["_source"]["board"]), h["_source"])
+            with contextlib.suppress(opensearchpy.NotFoundError):
+                self.conn.write_client.delete(index=self.conn.acl_index, id=h["_id"], refresh=True)
+        if old:
+            log.warning("moved %d board ACLs to per-workspace keys", len(old))
 
     # ---- principals --------------------------------------------------------------------
 
     def _principal_ids(self, workspaces: Iterable[str]) -> list[str]:
-        return [h["_source"]["principal_id"] for h in self._of_workspaces("principal", workspaces)]
+        found = self.visibility.of_workspaces("principal", workspaces)
+        return [h["_source"]["principal_id"] for h in found]
 
     @staticmethod
     def _principal_doc(p: Principal) -> dict[str, Any]:
@@ -93,7 +126,7 @@ class Directory(VisibilityUpkeep):
     def put_principals(self, principals: Sequence[Principal]) -> None:
         for p in principals:
             self._put(f"principal:{p.id}", self._principal_doc(p))
-        self._refresh_visibility(p.id for p in principals)
+        self.visibility.rewrite(p.id for p in principals)
 
     def claim_principal(self, principal: Principal) -> bool:
         """Create (`op_type=create`) or replace only the version just read (`if_seq_no`):
@@ -101,7 +134,7 @@ class Directory(VisibilityUpkeep):
         doc_id, doc = f"principal:{principal.id}", self._principal_doc(principal)
         while True:
             try:
-                got = self.client.get(index=self.acl_index, id=doc_id)
+                got = self.conn.client.get(index=self.conn.acl_index, id=doc_id)
             except opensearchpy.NotFoundError:
                 got = None
             except opensearchpy.ConnectionError as e:
@@ -114,8 +147,8 @@ class Directory(VisibilityUpkeep):
                 else {"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"]}
             )
             write = functools.partial(
-                self.write_client.index,
-                index=self.acl_index,
+                self.conn.write_client.index,
+                index=self.conn.acl_index,
                 id=doc_id,
                 body=doc,
                 refresh=True,
@@ -125,7 +158,7 @@ class Directory(VisibilityUpkeep):
                 wrap(write, "principal write")
             except opensearchpy.ConflictError:
                 continue  # written meanwhile: read the new owner and decide again
-            self._refresh_visibility([principal.id])
+            self.visibility.rewrite([principal.id])
             return True
 
     def principal(self, principal_id: str) -> Principal | None:
@@ -133,7 +166,8 @@ class Directory(VisibilityUpkeep):
         return None if s is None else principal_of(s)
 
     def list_principals(self) -> list[Principal]:
-        return sorted((principal_of(s) for s in self._all("principal")), key=lambda p: p.id)
+        listed = self.visibility.listing("principal")
+        return sorted((principal_of(s) for s in listed), key=lambda p: p.id)
 
     # ---- tokens and sessions -----------------------------------------------------------
 
@@ -152,15 +186,16 @@ class Directory(VisibilityUpkeep):
             },
         )
         # Then the token's copy of its principal's visibility (searches by token read it).
-        self._refresh_visibility([principal_id], only_changed=True)
+        self.visibility.rewrite([principal_id], only_changed=True)
 
     def session(self, token_hash: str) -> Session | None:
         """One `_msearch` on the ACL index: the token document, its principal (a terms lookup
         on the token's `principal_id`) and the ACLs of the workspace recorded on the token."""
         doc = f"token:{token_hash}"
+        acl_index = self.conn.acl_index
 
         def on_token(path: str) -> dict[str, str]:
-            return {"index": self.acl_index, "id": doc, "path": path}
+            return {"index": acl_index, "id": doc, "path": path}
 
         def of_type(doc_type: str, field: str) -> dict[str, Any]:
             terms = {"terms": {field: on_token(field)}}
@@ -173,10 +208,10 @@ class Directory(VisibilityUpkeep):
         ]
         lines: list[dict[str, Any]] = []
         for body in searches:
-            lines += [{"index": self.acl_index}, body]
-        params = self._params()
+            lines += [{"index": acl_index}, body]
+        params = self.conn.read_params()
         params.pop("timeout", None)  # the token lookup is not a search to cut short
-        got = wrap(lambda: self.client.msearch(body=lines, params=params), "session read")[
+        got = wrap(lambda: self.conn.client.msearch(body=lines, params=params), "session read")[
             "responses"
         ]
         for r in got:
@@ -194,7 +229,7 @@ class Directory(VisibilityUpkeep):
         principal = principal_of(principals[0]["_source"])
         if token.get("workspace") != principal.workspace:
             # A token made before workspaces were kept on tokens, or a principal moved since.
-            return Session(principal, admin, tuple(self.acls(principal.workspace)))
+            return Session(principal, admin, tuple(self.visibility.acls(principal.workspace)))
         return Session(principal, admin, tuple(acl_of(h["_source"]) for h in acls))
 
     def token(self, token_hash: str) -> tuple[str, bool] | None:
@@ -204,7 +239,7 @@ class Directory(VisibilityUpkeep):
     def revoke_token(self, token_hash_or_prefix: str) -> int:
         doc_id = f"token:{token_hash_or_prefix}"
         try:
-            self.write_client.delete(index=self.acl_index, id=doc_id, refresh=True)
+            self.conn.write_client.delete(index=self.conn.acl_index, id=doc_id, refresh=True)
         except opensearchpy.NotFoundError:
             raise NotFound("no such token") from None
         return 1
@@ -217,6 +252,6 @@ class Directory(VisibilityUpkeep):
                 bool(s.get("admin")),
                 str(s.get("created_at") or ""),
             )
-            for s in self._all("token")
+            for s in self.visibility.listing("token")
         ]
         return sorted(got, key=lambda t: (t.principal_id, t.created_at))

@@ -1,8 +1,7 @@
-"""The items' physical index behind its alias, the ACL index, and their migrations."""
+"""The items' physical index behind its alias, the ACL index, their migrations, the write guard."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -10,8 +9,7 @@ from typing import Any
 import opensearchpy
 
 import mappings
-from suli.backends.opensearch.client import wrap
-from suli.backends.opensearch.directory import Directory
+from suli.backends.opensearch.client import Connection, wrap
 from suli.backends.opensearch.hnsw import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable
 
@@ -22,63 +20,76 @@ log = logging.getLogger(__name__)
 KEYED_SINCE = 4
 
 
-class Indices(Directory):
-    """Creates what is missing on start, migrates what an older Suli left, guards writes."""
+def index_body(
+    conn: Connection, shards: int | None = None, replicas: int | None = None
+) -> dict[str, Any]:
+    """The items index this Suli makes (one workspace's, on a view: its `_meta` names it)."""
+    body = mappings.items_index(
+        conn.dimension,
+        shards=shards or conn.settings.shards,
+        replicas=conn.settings.replicas if replicas is None else replicas,
+        model=conn.model,
+        vector_parameters=conn.settings.hnsw.parameters(),
+    )
+    if conn.workspace is not None:
+        body["mappings"]["_meta"]["workspace"] = conn.workspace
+    return body
+
+
+class Indices:
+    """Creates what is missing on start, migrates what an older Suli left, guards writes, and
+    knows which physical indices key their items per workspace."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        # The live index keys items per workspace (checked on first write); a workspace's own
+        # index is made by this Suli, keyed from the start.
+        self._keyed = conn.workspace is not None
+        self._keyed_indices: dict[str, bool] = {}  # physical index -> keyed (the page's reads)
 
     def physical_name(self) -> str:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
-        return f"{self.alias}-v{mappings.mapping_version()}-{stamp}"
+        return f"{self.conn.alias}-v{mappings.mapping_version()}-{stamp}"
 
     def index_body(self, shards: int | None = None, replicas: int | None = None) -> dict[str, Any]:
-        """The items index this Suli makes (one workspace's: its `_meta` names it)."""
-        body = mappings.items_index(
-            self.dimension,
-            shards=shards or self.settings.shards,
-            replicas=self.settings.replicas if replicas is None else replicas,
-            model=self.model,
-            vector_parameters=self.settings.hnsw.parameters(),
-        )
-        if self.workspace is not None:
-            body["mappings"]["_meta"]["workspace"] = self.workspace
-        return body
+        return index_body(self.conn, shards, replicas)
 
     def create_physical(self, shards: int | None = None, replicas: int | None = None) -> str:
         name = self.physical_name()
         body = self.index_body(shards, replicas)
-        wrap(lambda: self.client.indices.create(index=name, body=body), "create index")
+        wrap(lambda: self.conn.client.indices.create(index=name, body=body), "create index")
         return name
 
     def ensure_ready(self) -> None:
-        """Create the items index + alias and the ACL index when they do not exist yet."""
-        if not wrap(lambda: self.client.indices.exists_alias(name=self.alias), "alias check"):
-            if wrap(lambda: self.client.indices.exists(index=self.alias), "index check"):
-                raise BackendUnavailable(f"{self.alias} is an index, not an alias")
+        """Create the items index + alias and the ACL index when they do not exist yet; an ACL
+        index of an older Suli gains the fields added since."""
+        client, alias, acl_index = self.conn.client, self.conn.alias, self.conn.acl_index
+        if not wrap(lambda: client.indices.exists_alias(name=alias), "alias check"):
+            if wrap(lambda: client.indices.exists(index=alias), "index check"):
+                raise BackendUnavailable(f"{alias} is an index, not an alias")
             name = self.create_physical()
             self._keyed_indices[name] = True  # this Suli's mapping: keyed
-            wrap(lambda: self.client.indices.put_alias(index=name, name=self.alias), "create alias")
+            wrap(lambda: client.indices.put_alias(index=name, name=alias), "create alias")
         else:
             self._hnsw_check()
-        if not wrap(lambda: self.client.indices.exists(index=self.acl_index), "acl check"):
-            body = mappings.acl_index(replicas=self.settings.replicas)
+        if not wrap(lambda: client.indices.exists(index=acl_index), "acl check"):
+            body = mappings.acl_index(replicas=self.conn.settings.replicas)
             try:
-                self.client.indices.create(index=self.acl_index, body=body)
+                client.indices.create(index=acl_index, body=body)
             except opensearchpy.RequestError as e:  # created concurrently: fine
                 if "resource_already_exists" not in str(e):
                     raise
         self._acl_fields_current()
-        self._rekey_acls()
-        self.build_visibility()
 
     def _acl_fields_current(self) -> None:
         """An ACL index made by an older Suli gains the fields added since (in place)."""
-        got = wrap(lambda: self.client.indices.get_mapping(index=self.acl_index), "acl mapping")
+        client, acl_index = self.conn.client, self.conn.acl_index
+        got = wrap(lambda: client.indices.get_mapping(index=acl_index), "acl mapping")
         have = next(iter(got.values()))["mappings"].get("properties") or {}
         missing = {k: v for k, v in mappings.acl_fields().items() if k not in have}
         if missing:
             wrap(
-                lambda: self.client.indices.put_mapping(
-                    index=self.acl_index, body={"properties": missing}
-                ),
+                lambda: client.indices.put_mapping(index=acl_index, body={"properties": missing}),
                 "acl mapping update",
             )
 
@@ -89,43 +100,26 @@ class Indices(Directory):
         if index is None:
             return
         try:
-            got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+            got = wrap(lambda: self.conn.client.indices.get_mapping(index=index), "mapping read")
         except BackendUnavailable as e:  # only a notice: never stops a start
             log.warning("could not read the vector mapping of %s: %s", index, e)
             return
         meta = got[index]["mappings"].get("_meta") or {}
-        # Known here, so a search's page need not read the mapping (reads._keyed_index).
+        # Known here, so a search's page need not read the mapping (`keyed`).
         self._keyed_indices[index] = int(meta.get("mapping_version") or 0) >= KEYED_SINCE
         field = (got[index]["mappings"].get("properties") or {}).get("vector") or {}
-        if note := hnsw_drift(Hnsw.of_mapping(field), self.settings.hnsw):
+        if note := hnsw_drift(Hnsw.of_mapping(field), self.conn.settings.hnsw):
             log.warning("%s", note)
 
-    def _rekey_acls(self) -> None:
-        """ACL documents of before per-workspace board keys (`acl:<board>`) move to
-        `acl:<workspace>/<board>`; idempotent, and the ACL index is small."""
-        body = {"size": 10_000, "query": {"term": {"doc_type": "acl"}}}
-        hits = self._search(body, "acl read", index=self.acl_index)["hits"]["hits"]
-        old = [
-            h
-            for h in hits
-            if h["_id"] != self._acl_id(h["_source"]["workspace"], h["_source"]["board"])
-        ]
-        for h in old:
-            self._put(self._acl_id(h["_source"]["workspace"], h["_source"]["board"]), h["_source"])
-            with contextlib.suppress(opensearchpy.NotFoundError):
-                self.write_client.delete(index=self.acl_index, id=h["_id"], refresh=True)
-        if old:
-            log.warning("moved %d board ACLs to per-workspace keys", len(old))
-
-    def _keys_ok(self) -> None:
+    def check_keys(self) -> None:
         """Refuse writes into an index whose documents still have bare-id `_id`s: a write
         there would add a second copy of an item instead of replacing it."""
-        if self._keyed or self.isolated:  # per-workspace indices are keyed from the start
+        if self._keyed or self.conn.isolated:  # per-workspace indices are keyed from the start
             return
         index = self.current_index()
         if index is None:
             return  # no index yet: writes fail with the usual "run suli index" message
-        got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
+        got = wrap(lambda: self.conn.client.indices.get_mapping(index=index), "mapping read")
         version = int((got[index]["mappings"].get("_meta") or {}).get("mapping_version") or 0)
         if version < KEYED_SINCE:
             raise BackendUnavailable(
@@ -134,12 +128,51 @@ class Indices(Directory):
             )
         self._keyed = True
 
+    def keyed(self, index: str) -> bool:
+        """Whether a physical index keys its items by workspace (`keys.key`), as every index
+        of this Suli's mappings does; an older one is read by search (its `_id`s are bare)."""
+        known = self._keyed_indices.get(index)
+        if known is None:
+            got = wrap(lambda: self.conn.client.indices.get_mapping(index=index), "mapping read")
+            versions = [
+                int((m["mappings"].get("_meta") or {}).get("mapping_version") or 0)
+                for m in got.values()
+            ]
+            known = len(versions) == 1 and versions[0] >= KEYED_SINCE
+            if len(got) == 1:  # one physical index: its mapping version never changes
+                self._keyed_indices[index] = known
+        return known
+
     def current_index(self) -> str | None:
         try:
-            got = self.client.indices.get_alias(name=self.alias)
+            got = self.conn.client.indices.get_alias(name=self.conn.alias)
         except opensearchpy.NotFoundError:
             return None
         return sorted(got)[0] if got else None
 
-    def refresh(self) -> None:
-        wrap(lambda: self.client.indices.refresh(index=f"{self.alias},{self.acl_index}"), "refresh")
+    def ping(self) -> dict[str, object]:
+        """The cluster's health and the live index with the model of its vectors."""
+        client = self.conn.client
+        params = self.conn.read_params()
+        params.pop("timeout", None)  # health's `timeout` means wait-for-status: not that
+        health = wrap(lambda: client.cluster.health(params=params), "health")
+        index = self.current_index()
+        info: dict[str, object] = {
+            "backend": "opensearch",
+            "status": health.get("status"),
+            "nodes": health.get("number_of_nodes"),
+            "alias": self.conn.alias,
+            "index": index,
+        }
+        if index:
+            got = wrap(lambda: client.indices.get_mapping(index=index), "mapping read")
+            info["model"] = (got[index]["mappings"].get("_meta") or {}).get("model") or None
+        return info
+
+    def live_model(self) -> str:
+        """The model the live index's vectors come from (its mapping's `_meta`), "" unknown."""
+        index = self.current_index()
+        if not index:
+            return ""
+        got = wrap(lambda: self.conn.client.indices.get_mapping(index=index), "mapping read")
+        return str((got[index]["mappings"].get("_meta") or {}).get("model") or "")

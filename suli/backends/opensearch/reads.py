@@ -25,8 +25,9 @@ from suli.backends.base import (
     Session,
 )
 from suli.backends.opensearch import bodies, docs, keys, visdocs
-from suli.backends.opensearch.client import MIN_TIMEOUT_S, wrap
-from suli.backends.opensearch.indices import KEYED_SINCE
+from suli.backends.opensearch.client import MIN_TIMEOUT_S, Connection, wrap
+from suli.backends.opensearch.indices import Indices
+from suli.backends.opensearch.visibility import VisibilityUpkeep
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.cursor import MAX_FROM
 from suli.errors import BackendUnavailable, InvalidInput, SuliError
@@ -36,9 +37,23 @@ from suli.visibility import Visibility, can_see, visibility_for
 log = logging.getLogger(__name__)
 
 
-class Reads(Workspaces):
+class Reads:
     """Every read of the items, under the caller's visibility (a stored one checked in the
-    same round trip)."""
+    same round trip, the ACLs read through `visibility` when it cannot be used)."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        visibility: VisibilityUpkeep,
+        indices: Indices,
+        workspaces: Workspaces,
+    ) -> None:
+        self.conn = conn
+        self.visibility = visibility
+        self.indices = indices
+        self.workspaces = workspaces
+        # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
+        self.text_form = bodies.TEXT_FORM
 
     def search(self, query: LegQuery) -> LegResults:
         legs: list[tuple[str, dict[str, Any]]] = []
@@ -50,7 +65,7 @@ class Reads(Workspaces):
             text_body["track_total_hits"] = True if query.count_to is None else query.count_to
             legs.append(("text", text_body))
         if query.vector is not None:
-            vector_body = bodies.vector_leg(query, self.settings.ef_search)
+            vector_body = bodies.vector_leg(query, self.conn.settings.ef_search)
             legs.append(("vector", vector_body))
         if not legs:
             return LegResults()
@@ -58,19 +73,19 @@ class Reads(Workspaces):
         by_token = isinstance(query.vis.stored, visdocs.TokenBoards)
         if by_token:  # the token's session and its copy's check ride in the same request
             for b in visdocs.token_bodies(query.vis):
-                lines += [{"index": self.acl_index}, b]
+                lines += [{"index": self.conn.acl_index}, b]
         elif query.vis.stored is not None:  # the boards' check rides in the same request
-            lines += [{"index": self.acl_index}, visdocs.check_body(query.vis)]
+            lines += [{"index": self.conn.acl_index}, visdocs.check_body(query.vis)]
         for _, body in legs:
-            lines += [self.items_header(query.vis.workspace), body]
+            lines += [self.workspaces.items_header(query.vis.workspace), body]
         started = time.monotonic()
-        params = self._params(query.timeout_s, started)
+        params = self.conn.read_params(query.timeout_s, started)
         search_timeout = params.pop("timeout", None)
         if search_timeout:
             for _, body in legs:
                 body["timeout"] = search_timeout
         t0 = time.perf_counter()
-        resp = wrap(lambda: self.client.msearch(body=lines, params=params), "search")
+        resp = wrap(lambda: self.conn.client.msearch(body=lines, params=params), "search")
         took = (time.perf_counter() - t0) * 1000
         out: dict[str, list[Hit]] = {"text": [], "vector": []}
         text_total: int | None = None
@@ -89,13 +104,14 @@ class Reads(Workspaces):
                 return LegResults(session=session)
             vis = answer.vis
             if vis is None:  # the token's copy is not current: these legs may not be used
-                vis = visibility_for(answer.principal, self.acls(answer.principal.workspace))
+                acls = self.visibility.acls(answer.principal.workspace)
+                vis = visibility_for(answer.principal, acls)
                 redone = self.search(replace(query, vis=vis))
                 return replace(redone, vis=vis, session=session)
         elif query.vis.stored is not None:
             vis = visdocs.resolved(query.vis, responses.pop(0))
             if vis is None:  # no current document: these legs may not be used; as before
-                vis = self._from_acls(query.vis)
+                vis = self.visibility.from_acls(query.vis)
                 return replace(self.search(replace(query, vis=vis)), vis=vis)
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
@@ -104,17 +120,17 @@ class Reads(Workspaces):
             # leg still failing is reported as partial or failed, never waited on past it.
             all_failed = isinstance(r.get("error"), dict) and r.get("status", 500) >= 500
             if all_failed or (r.get("_shards") or {}).get("failed"):
-                if self._left(query.timeout_s, started) < MIN_TIMEOUT_S:
+                if self.conn.time_left(query.timeout_s, started) < MIN_TIMEOUT_S:
                     log.warning("%s leg failed and no time is left to ask again", legs[n][0])
                     continue
-                again = self._params(query.timeout_s, started)
+                again = self.conn.read_params(query.timeout_s, started)
                 if "timeout" in again:
                     body = {**body, "timeout": again.pop("timeout")}
-                if self.isolated:
+                if self.conn.isolated:
                     again["ignore_unavailable"] = "true"
-                index = self.items_index(query.vis.workspace)
+                index = self.workspaces.items_index(query.vis.workspace)
                 with contextlib.suppress(opensearchpy.TransportError):
-                    responses[n] = self.client.search(index=index, body=body, params=again)
+                    responses[n] = self.conn.client.search(index=index, body=body, params=again)
         refused: list[str] = []
         for (leg, _), r in zip(legs, responses, strict=True):
             if "error" in r:
@@ -178,9 +194,9 @@ class Reads(Workspaces):
         (deleted, or no longer visible to the caller or matching the search)."""
         if query.text is None or query.text_after is None:
             return None
-        index = self.items_index(query.vis.workspace)
+        index = self.workspaces.items_index(query.vis.workspace)
         body = bodies.text_anchor(query, self.text_form)
-        r = self._search(body, "search", index, query.timeout_s, missing_ok=self.isolated)
+        r = self.conn.search(body, "search", index, query.timeout_s, missing_ok=self.conn.isolated)
         hits = r["hits"]["hits"]
         if hits:
             return list(hits[0]["sort"])
@@ -235,7 +251,7 @@ class Reads(Workspaces):
             return None
         if checked.stored is not None or checked.workspace != vis.workspace:
             return None
-        if checked.principal_id != vis.principal_id or not self._keyed_index(index):
+        if checked.principal_id != vis.principal_id or not self.indices.keyed(index):
             return None
         if isinstance(vis.stored, visdocs.TokenBoards):
             return None
@@ -248,10 +264,10 @@ class Reads(Workspaces):
         ]
         if vis.stored is not None:
             docs_.append({"_index": vis.stored.index, "_id": vis.stored.doc})
-        params = self._params()
+        params = self.conn.read_params()
         params.pop("timeout", None)
         try:
-            got = wrap(lambda: self.client.mget(body={"docs": docs_}, params=params), "page")
+            got = wrap(lambda: self.conn.client.mget(body={"docs": docs_}, params=params), "page")
         except BackendUnavailable as e:
             # A node leaving (a restart, a rolling upgrade) can refuse the read on every
             # copy the client tries; the searched page asks again after a pause and says so.
@@ -288,21 +304,6 @@ class Reads(Workspaces):
         }
         seen = frozenset(i for i in query.replacements if i in found and can_see(now, found[i]))
         return Page(items, seen, None)
-
-    def _keyed_index(self, index: str) -> bool:
-        """Whether a physical index keys its items by workspace (`keys.key`), as every index
-        of this Suli's mappings does; an older one is read by search (its `_id`s are bare)."""
-        known = self._keyed_indices.get(index)
-        if known is None:
-            got = wrap(lambda: self.client.indices.get_mapping(index=index), "mapping read")
-            versions = [
-                int((m["mappings"].get("_meta") or {}).get("mapping_version") or 0)
-                for m in got.values()
-            ]
-            known = len(versions) == 1 and versions[0] >= KEYED_SINCE
-            if len(got) == 1:  # one physical index: its mapping version never changes
-                self._keyed_indices[index] = known
-        return known
 
     def _page_answers(
         self, vis: Visibility, make: Callable[[Visibility], list[dict[str, Any]]]
@@ -350,14 +351,15 @@ class Reads(Workspaces):
             made = make(vis)
             if len(made) == 1:
                 return [self._items_search(vis, made[0], what, timeout_s)]
-            lines = [x for b in made for x in (self.items_header(vis.workspace), b)]
+            header = self.workspaces.items_header(vis.workspace)
+            lines = [x for b in made for x in (header, b)]
             return self._answers(lines, what, timeout_s)
-        lines = [{"index": self.acl_index}, visdocs.check_body(vis)]
+        lines = [{"index": self.conn.acl_index}, visdocs.check_body(vis)]
         for body in make(vis):
-            lines += [self.items_header(vis.workspace), body]
+            lines += [self.workspaces.items_header(vis.workspace), body]
         check, *got = self._answers(lines, what, timeout_s, checked=True)
         if visdocs.resolved(vis, check) is None:
-            return self._read_many(self._from_acls(vis), make, what, timeout_s)
+            return self._read_many(self.visibility.from_acls(vis), make, what, timeout_s)
         return got
 
     def _answers(
@@ -369,9 +371,10 @@ class Reads(Workspaces):
     ) -> list[dict[str, Any]]:
         """The responses of one `_msearch`; an items search's error is raised as the plain
         search would have raised it (the first response is the check when `checked`)."""
-        params = self._params(timeout_s)
+        params = self.conn.read_params(timeout_s)
         params.pop("timeout", None)
-        responses = wrap(lambda: self.client.msearch(body=lines, params=params), what)["responses"]
+        client = self.conn.client
+        responses = wrap(lambda: client.msearch(body=lines, params=params), what)["responses"]
         for n, got in enumerate(responses):
             if "error" not in got or (checked and n == 0):
                 continue
@@ -389,8 +392,9 @@ class Reads(Workspaces):
     def _items_search(
         self, vis: Visibility, body: dict[str, Any], what: str, timeout_s: float | None
     ) -> dict[str, Any]:
-        index = self.items_index(vis.workspace)
-        return self._search(body, what, index=index, timeout_s=timeout_s, missing_ok=self.isolated)
+        index = self.workspaces.items_index(vis.workspace)
+        isolated = self.conn.isolated
+        return self.conn.search(body, what, index=index, timeout_s=timeout_s, missing_ok=isolated)
 
     def browse(
         self,
@@ -462,13 +466,14 @@ class Reads(Workspaces):
         return [docs.doc_to_item(h["_source"]) for h in r["hits"]["hits"]]
 
     def count(self) -> int:
-        if self.isolated:
+        if self.conn.isolated:
             body = {"size": 0, "track_total_hits": True, "query": {"match_all": {}}}
-            got = self._search_many(self.every_items_index(), body, "count")
+            got = self.workspaces.search_many(self.workspaces.every_items_index(), body, "count")
             return int(got["hits"]["total"]["value"])
-        params = self._params()
+        params = self.conn.read_params()
         params.pop("timeout", None)
-        r = wrap(lambda: self.client.count(index=self.alias, params=params), "count")
+        client, alias = self.conn.client, self.conn.alias
+        r = wrap(lambda: client.count(index=alias, params=params), "count")
         return int(r["count"])
 
     def all_items(self) -> Iterator[Item]:
@@ -478,12 +483,12 @@ class Reads(Workspaces):
             "sort": [{"workspace": "asc"}, {"id": "asc"}],
             "_source": {"excludes": bodies.SOURCE_EXCLUDES},
         }
-        names = self.every_items_index()
+        names = self.workspaces.every_items_index()
         while True:  # search_after on (workspace, id), unique: stable pages without a scroll
-            if self.isolated:
-                r = self._search_many(names, body, "export")
+            if self.conn.isolated:
+                r = self.workspaces.search_many(names, body, "export")
             else:
-                r = self._search(body, "export")
+                r = self.conn.search(body, "export")
             hits = r["hits"]["hits"]
             if not hits:
                 return

@@ -10,8 +10,8 @@ A search reads the boards with a terms lookup inside its own `_msearch`, beside 
 stamps the state as it is now; a document made from any other state, or for other groups, is
 not used (the backend reads the ACLs instead, as before). So a writer that failed half-way,
 an older Suli or a hand edit can make a search slower, never show or hide the wrong items.
-Writers keep the documents current (OpenSearchBackend._refresh_visibility); the check is what
-makes a stale one harmless.
+Writers keep the documents current (`VisibilityUpkeep.rewrite` in visibility.py); the check is
+what makes a stale one harmless.
 """
 
 from __future__ import annotations

@@ -38,10 +38,13 @@ def principal_of(s: dict[str, Any]) -> Principal:
     )
 
 
-class VisibilityUpkeep(Connection):
+class VisibilityUpkeep:
     """Reads of the ACL index the documents are made from, and their conflict-safe rewrite."""
 
-    def _of_workspaces(
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def of_workspaces(
         self, doc_type: str, workspaces: Iterable[str], *, seq: bool = False
     ) -> list[dict[str, Any]]:
         """The ACL-index hits of one document type in these workspaces (with `_seq_no` when
@@ -59,22 +62,24 @@ class VisibilityUpkeep(Connection):
         }
         if seq:
             body["seq_no_primary_term"] = True
-        hits = self._search(body, f"{doc_type} read", index=self.acl_index)["hits"]["hits"]
+        hits = self.conn.search(body, f"{doc_type} read", index=self.conn.acl_index)["hits"]["hits"]
         return list(hits)
 
     def acls(self, workspace: str) -> list[BoardAcl]:
-        return [acl_of(h["_source"]) for h in self._of_workspaces("acl", [workspace])]
+        return [acl_of(h["_source"]) for h in self.of_workspaces("acl", [workspace])]
 
-    def _all(self, doc_type: str) -> list[dict[str, Any]]:
+    def listing(self, doc_type: str) -> list[dict[str, Any]]:
         """Every ACL-index document of one type (_id and _source); the index is small."""
         body = {"size": 10_000, "query": {"term": {"doc_type": doc_type}}}
-        hits = self._search(body, f"{doc_type} listing", index=self.acl_index)["hits"]["hits"]
+        conn = self.conn
+        hits = conn.search(body, f"{doc_type} listing", index=conn.acl_index)["hits"]["hits"]
         return [{**h["_source"], "_id": h["_id"]} for h in hits]
 
     def _mget(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The ACL-index documents among ids that exist (realtime: every acknowledged write)."""
+        conn = self.conn
         got = wrap(
-            lambda: self.client.mget(index=self.acl_index, body={"ids": list(ids)}), "acl read"
+            lambda: conn.client.mget(index=conn.acl_index, body={"ids": list(ids)}), "acl read"
         )
         return {d["_id"]: d for d in got["docs"] if d.get("found")}
 
@@ -82,17 +87,17 @@ class VisibilityUpkeep(Connection):
         out: dict[str, list[tuple[BoardAcl, int]]] = {w: [] for w in workspaces}
         if not workspaces:
             return out
-        for h in self._of_workspaces("acl", workspaces, seq=True):
+        for h in self.of_workspaces("acl", workspaces, seq=True):
             acl = acl_of(h["_source"])
             out[acl.workspace].append((acl, int(h["_seq_no"])))
         return out
 
-    def build_visibility(self) -> None:
+    def build(self) -> None:
         """Principals written before visibility documents existed (or by an older Suli) get
         theirs, documents of principals gone are deleted; current ones are left alone."""
-        ids = [s["principal_id"] for s in self._all("principal")]
-        ids += [s["principal_id"] for s in self._all(visdocs.DOC_TYPE)]
-        self._refresh_visibility(ids, only_changed=True)
+        ids = [s["principal_id"] for s in self.listing("principal")]
+        ids += [s["principal_id"] for s in self.listing(visdocs.DOC_TYPE)]
+        self.rewrite(ids, only_changed=True)
 
     def _tokens_of(self, principal_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The token documents of these principals, with `_seq_no` (the index is small)."""
@@ -109,11 +114,9 @@ class VisibilityUpkeep(Connection):
                 }
             },
         }
-        return list(self._search(body, "token read", index=self.acl_index)["hits"]["hits"])
+        return list(self.conn.search(body, "token read", index=self.conn.acl_index)["hits"]["hits"])
 
-    def _refresh_visibility(
-        self, principal_ids: Iterable[str], *, only_changed: bool = False
-    ) -> None:
+    def rewrite(self, principal_ids: Iterable[str], *, only_changed: bool = False) -> None:
         """Rewrite these principals' visibility documents, and the copy on each of their
         tokens (opensearch_vis, "the token's own copy"), from the principal and ACLs now.
 
@@ -171,7 +174,7 @@ class VisibilityUpkeep(Connection):
             if not lines:
                 return
             send = functools.partial(
-                self.write_client.bulk, body=lines, index=self.acl_index, refresh=True
+                self.conn.write_client.bulk, body=lines, index=self.conn.acl_index, refresh=True
             )
             resp = wrap(send, "visibility write")
             again: set[str] = set()
@@ -193,14 +196,14 @@ class VisibilityUpkeep(Connection):
     def token_visibility(self, token_hash: str) -> Visibility | None:
         """Everything read inside the search from the token's document (see opensearch_vis);
         None with per-workspace indices, where the index to search depends on the workspace."""
-        if self.isolated:
+        if self.conn.isolated:
             return None
-        return visdocs.by_token(self.acl_index, token_hash)
+        return visdocs.by_token(self.conn.acl_index, token_hash)
 
     def stored_visibility(self, principal: Principal) -> Visibility:
-        return visdocs.stored(self.acl_index, principal)
+        return visdocs.stored(self.conn.acl_index, principal)
 
-    def _from_acls(self, vis: Visibility) -> Visibility:
+    def from_acls(self, vis: Visibility) -> Visibility:
         """Today's path when a visibility document cannot be used: read the ACLs."""
         assert vis.stored is not None
         who = Principal(vis.principal_id, vis.workspace, groups=tuple(sorted(vis.stored.groups)))

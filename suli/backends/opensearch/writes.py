@@ -22,6 +22,8 @@ from tenacity import (
 
 from suli.backends.base import KEEP_GONE, BulkOutcome
 from suli.backends.opensearch import bodies, docs, keys, tls
+from suli.backends.opensearch.client import Connection
+from suli.backends.opensearch.indices import Indices
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.embedding import embed_hash
 from suli.errors import BackendUnavailable, DeadlineExceeded, InvalidInput
@@ -37,9 +39,18 @@ BULK_ROUNDS = 8  # re-send rounds for transient item errors before giving up on 
 BULK_CHUNK = 500
 
 
-class Writes(Workspaces):
+class Writes:
     """Items into the live index (or a named one, for `suli reindex`); every id ends indexed,
-    missing or rejected with its reason."""
+    missing or rejected with its reason. `indices` guards against an index of bare ids,
+    `workspaces` says (and makes) where each workspace's items go."""
+
+    def __init__(self, conn: Connection, indices: Indices, workspaces: Workspaces) -> None:
+        self.conn = conn
+        self.indices = indices
+        self.workspaces = workspaces
+        # (embed hash, seq_no, primary_term) by _id, as stored_hashes read them; an upsert that
+        # keeps a stored vector writes only that version of the document.
+        self._seen: dict[str, tuple[str, int, int]] = {}
 
     def _retrying(self) -> Retrying:
         """Connection faults: retry the whole request with exponential back-off and jitter."""
@@ -64,7 +75,7 @@ class Writes(Workspaces):
         Actions are keyed by storage key; the outcome names item ids (keys.split).
         `refresh`: the bulk request's (e.g. "wait_for": answered once searches see it)."""
         extra: dict[str, Any] = {"refresh": refresh} if refresh else {}
-        target = index or self.alias
+        target = index or self.conn.alias
         pending = {a["_id"]: a for a in actions}
         done: list[str] = []
         missing: list[str] = []
@@ -89,12 +100,12 @@ class Writes(Workspaces):
                 with attempt:
                     results = list(
                         helpers.streaming_bulk(
-                            self.write_client,
+                            self.conn.write_client,
                             batch,
                             index=target,
                             chunk_size=BULK_CHUNK,
                             max_retries=0,  # the loop above is the only re-send layer
-                            request_timeout=self.settings.opensearch_bulk_timeout_s,
+                            request_timeout=self.conn.settings.opensearch_bulk_timeout_s,
                             raise_on_error=False,
                             raise_on_exception=False,
                             **extra,
@@ -154,12 +165,12 @@ class Writes(Workspaces):
         self, items: Sequence[tuple[Item, Sequence[float] | None]], index: str | None = None
     ) -> BulkOutcome:
         if index is None:
-            self._keys_ok()
+            self.indices.check_keys()
         actions = []
         keep: set[str] = set()  # ids whose stored vector is kept: a partial update
         unseen: list[str] = []
         for item, vec in items:
-            ehash = embed_hash(self.model, item.embed_text())
+            ehash = embed_hash(self.conn.model, item.embed_text())
             if vec is None:
                 key = keys.key(item.workspace, item.id)
                 doc = docs.item_to_doc(item, (), ehash)
@@ -181,9 +192,9 @@ class Writes(Workspaces):
                     }
                 )
                 continue
-            if len(vec) != self.dimension:
+            if len(vec) != self.conn.dimension:
                 raise InvalidInput(
-                    f"vector: expected {self.dimension} dimensions, got {len(vec)}", "vector"
+                    f"vector: expected {self.conn.dimension} dimensions, got {len(vec)}", "vector"
                 )
             actions.append(
                 {
@@ -210,11 +221,11 @@ class Writes(Workspaces):
         ids = list(dict.fromkeys(keys.key(w, i) for w, i in keyed))
         try:
             body = bodies.stored_hashes_body(ids)
-            if self.isolated:
-                names = sorted({self.items_index(w) for w, _ in keyed})
-                r = self._search_many(names, body, "stored hashes")
+            if self.conn.isolated:
+                names = sorted({self.workspaces.items_index(w) for w, _ in keyed})
+                r = self.workspaces.search_many(names, body, "stored hashes")
             else:
-                r = self._search(body, "stored hashes")
+                r = self.conn.search(body, "stored hashes")
         except (BackendUnavailable, DeadlineExceeded) as e:
             # Only an optimisation: while shards move (a node lost) the items are embedded
             # again rather than the write path failing on a read.
@@ -230,9 +241,9 @@ class Writes(Workspaces):
         return out
 
     def delete(self, workspace: str, ids: Sequence[str]) -> BulkOutcome:
-        self._keys_ok()
+        self.indices.check_keys()
         wanted = list(dict.fromkeys(ids))
-        if self.isolated and not self._workspace_ready(workspace, create=False):
+        if self.conn.isolated and not self.workspaces.ready(workspace, create=False):
             return BulkOutcome(indexed=(), rejected={}, retries=0, missing=tuple(wanted))
         # A delete is often a takedown: answered only once no search, get or count finds the
         # item any more (without it, up to a refresh interval later), as ACL writes are.
@@ -246,15 +257,15 @@ class Writes(Workspaces):
     ) -> BulkOutcome:
         """Actions into the live index; isolated, each into its workspace's (made on the
         workspace's first write), the outcomes joined."""
-        if not self.isolated:
+        if not self.conn.isolated:
             return self._bulk(actions, refresh=refresh)
         by_workspace: dict[str, list[dict[str, Any]]] = {}
         for a in actions:
             by_workspace.setdefault(keys.split(a["_id"])[0], []).append(a)
         parts = []
         for workspace, group in by_workspace.items():
-            self._workspace_ready(workspace, create=True)
-            parts.append(self._bulk(group, self.items_index(workspace), refresh))
+            self.workspaces.ready(workspace, create=True)
+            parts.append(self._bulk(group, self.workspaces.items_index(workspace), refresh))
         return BulkOutcome(
             indexed=tuple(i for p in parts for i in p.indexed),
             rejected={k: v for p in parts for k, v in p.rejected.items()},
