@@ -110,6 +110,7 @@ STARTUP = ("startup-quiet-run1-20261201.txt", "startup-quiet-run3-20261201.txt",
            "startup-quiet-20261201.txt")  # fmt: skip
 ISOLATION = "isolation-20261201.json"
 NATIVE = "native-hybrid.txt"
+AGREEMENT = "agreement-test-20261205.json"
 
 EMB_BUCKET = r"^\s+{}\s+n=\d+.*?after p50\s+([\d.]+)"
 
@@ -226,8 +227,12 @@ def _gates() -> tuple[str, str]:
 
 
 def _overlap() -> tuple[str, str]:
-    share = raw(TUNING)["test"]["top10_overlap"]["chosen"]
-    return pct(share), verdict("≥ 90 %", share >= 0.9)
+    a = raw(AGREEMENT)["modes"]["hybrid"]["agreement"]
+    return (
+        f"**{pct(a['all'])}** / {pct(a['nonempty'])} (÷ 10: {pct(a['all_per_10'])} / "
+        f"{pct(a['nonempty_per_10'])})",
+        verdict("≥ 90 %", a["all"] >= 0.9),
+    )
 
 
 def _typos(word: str) -> Callable[[], tuple[str, str]]:
@@ -339,7 +344,8 @@ ROWS = (
     Row("hybrid nDCG@10, NFCorpus test, OpenSearch / embedded", (TUNING,), _hybrid),
     Row("text leg nDCG@10, NFCorpus test, OpenSearch / embedded", (TUNING,), _text_leg),
     Row("cost of the gates (margin + floor), nDCG@10 on dev", (TUNING,), _gates),
-    Row("top-10 overlap between the backends, NFCorpus test", (TUNING,), _overlap),
+    Row("top-10 agreement between the backends, hybrid first page, NFCorpus test: all / "
+        "answered queries, shared hits ÷ the longer page", (AGREEMENT,), _overlap),
     Row("Suli's fusion / native `hybrid` + RRF, NFCorpus: mean top-10 overlap", (NATIVE,),
         _native),
     Row("a typo in each query's rarest word, whole search, share of the clean nDCG@10 "
