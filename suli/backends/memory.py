@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -44,6 +44,7 @@ from suli.text import (
     ENGLISH_STOPWORDS,
     FIELD_WEIGHTS,
     PREFIX_LENGTH,
+    TYPO_WEIGHT,
     max_edits,
     prefix_word,
     typo_words,
@@ -81,44 +82,70 @@ def _field_words(item: Item) -> dict[str, list[str]]:
     }
 
 
-def _text_score(item: Item, qwords: Sequence[str]) -> float:
-    """Weighted count of the query's words in each field (title boosted); 0: no match."""
+Idf = Callable[[str], float]
+
+
+def _flat(_: str) -> float:
+    return 1.0
+
+
+def _text_score(item: Item, qwords: Sequence[str], idf: Idf = _flat) -> float:
+    """Weighted count of the query's words in each field (title boosted), each word weighed by
+    its rarity (`idf`); 0: no match."""
     if not qwords:
         return 0.0
     score = 0.0
     for name, ws in _field_words(item).items():
         counts = Counter(ws)
-        score += FIELD_WEIGHTS[name] * sum(counts[w] for w in qwords)
+        score += FIELD_WEIGHTS[name] * sum(idf(w) * _saturated(counts[w]) for w in qwords)
     return score
 
 
-def _typo_score(item: Item, text: str, fields: TextFields) -> float:
-    """The typo tier (DESIGN 3.12), simply: how many of the item's words are a correction of a
-    query word (within max_edits, first letter kept, never a common word) or start with the
-    last query word; squashed under 0.5, below any exact score (each at least 1)."""
+def _saturated(tf: int, k1: float = 1.2) -> float:
+    """A term's count as BM25 weighs it (no length norm): each repeat adds less."""
+    return tf * (k1 + 1) / (tf + k1)
+
+
+def _typo_score(item: Item, text: str, fields: TextFields, idf: Idf = _flat) -> float:
+    """The corrections (DESIGN 3.12), simply: for each query word that may carry a typo and
+    that the item lacks, the item's words within max_edits of it (first letter kept, never a
+    common word), each weighed as the word would be (its rarity) times its similarity
+    (1 - edits / length) and TYPO_WEIGHT, as the engines weigh them."""
     if fields == "plain":
         return 0.0
-    fuzzy, last = typo_words(text), prefix_word(text)
+    have = _field_words(item)
+    everything = {w for ws in have.values() for w in ws}
+    score = 0.0
+    for q in typo_words(text):
+        if q in everything:
+            continue
+        for name, ws in have.items():
+            for w in ws:
+                if w in ENGLISH_STOPWORDS or w[:PREFIX_LENGTH] != q[:PREFIX_LENGTH]:
+                    continue
+                d = OSA.distance(w, q)
+                if 0 < d <= max_edits(q):
+                    sim = 1.0 - d / min(len(w), len(q))
+                    score += FIELD_WEIGHTS[name] * TYPO_WEIGHT * sim * idf(w)
+    return score
 
-    def corrects(w: str) -> bool:
-        return w not in ENGLISH_STOPWORDS and any(
-            w[:PREFIX_LENGTH] == q[:PREFIX_LENGTH] and OSA.distance(w, q) <= max_edits(q)
-            for q in fuzzy
-        )
 
-    n = sum(
-        1
-        for ws in _field_words(item).values()
-        for w in ws
-        if (last is not None and w.startswith(last)) or corrects(w)
+def _prefix_score(item: Item, text: str, fields: TextFields) -> float:
+    """The last word as a prefix: a small score under any word or correction match."""
+    last = prefix_word(text) if fields != "plain" else None
+    if last is None:
+        return 0.0
+    n = sum(1 for ws in _field_words(item).values() for w in ws if w.startswith(last))
+    return 1e-3 * n / (1 + n)
+
+
+def _match_score(item: Item, text: str, fields: TextFields, idf: Idf = _flat) -> float:
+    """The text leg's score: exact words and corrections, else the last word's prefix; 0: no
+    match."""
+    found = _text_score(item, _query_words(text, fields), idf) + _typo_score(
+        item, text, fields, idf
     )
-    return 0.5 * n / (1 + n)
-
-
-def _match_score(item: Item, text: str, fields: TextFields) -> float:
-    """The text leg's score: exact words, else the typo tier; 0: no match."""
-    exact = _text_score(item, _query_words(text, fields))
-    return exact if exact > 0 else _typo_score(item, text, fields)
+    return found if found > 0 else _prefix_score(item, text, fields)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -158,6 +185,17 @@ class MemoryBackend:
             stored = [s.item for s in self._items.values()]
         return [it for it in stored if can_see(vis, it) and passes(it, filters, regex)]
 
+    def _idf(self) -> Idf:
+        """Each word's rarity over every stored item (every workspace, as an engine's term
+        statistics are): Lucene's idf, log(1 + (N - n + 0.5) / (n + 0.5))."""
+        with self._lock:
+            stored = [s.item for s in self._items.values()]
+        df: Counter[str] = Counter()
+        for it in stored:
+            df.update({w for ws in _field_words(it).values() for w in ws})
+        n = len(stored)
+        return lambda w: math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+
     def search(self, query: LegQuery) -> LegResults:
         if query.regex:
             compile_regex(query.regex)  # a bad pattern is the caller's error, not a failed leg
@@ -165,7 +203,8 @@ class MemoryBackend:
         text: tuple[Hit, ...] = ()
         total: int | None = None
         if query.text is not None:
-            scored = [(_match_score(it, query.text, query.text_fields), it) for it in pool]
+            idf = self._idf()
+            scored = [(_match_score(it, query.text, query.text_fields, idf), it) for it in pool]
             matched = sorted(((s, it) for s, it in scored if s > 0), key=lambda p: (-p[0], p[1].id))
             total = len(matched)
             start = query.text_offset

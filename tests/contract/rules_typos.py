@@ -152,7 +152,7 @@ class TypoRules:
         penalty for the edit), not in a tier below every item holding an exact word: a typo in
         the one rare word of a long query keeps the item holding that word on top."""
         common = [
-            item(f"itm_c{n:02}", f"Cell energy notes {n}", "Cell energy and cell growth in a cell.")
+            item(f"itm_c{n:02}", f"Cell energy notes {n}", "Notes on cell energy.")
             for n in range(12)
         ]
         other = [

@@ -169,7 +169,7 @@ def test_readme_figures_are_the_results_summary() -> None:
     measured = section((ROOT / "README.md").read_text(), "## Measured", "\n## ")
     summary = section(RESULTS.read_text(), "## Summary", "\n---\n")
     quoted = set(_FIGURE.findall(measured))
-    assert {"0.3523", "0.3539"} <= quoted  # the relevance the product ships
+    assert {"0.3550", "0.3552"} <= quoted  # the relevance the product ships
     assert quoted <= set(_FIGURE.findall(summary)), quoted - set(_FIGURE.findall(summary))
 
 

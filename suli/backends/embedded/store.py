@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -320,17 +321,16 @@ class EmbeddedBackend:
         expr: str,
         limit: int,
         flavour: TextFields | None = None,
-        unless: str | None = None,
+        unless: Sequence[tuple[str, str]] = (),
     ) -> list[tuple[int, float]]:
         """(rowid, -bm25) of the rows matching `expr` in the `flavour` table (the query's by
-        default) under the query's filters, best first; `unless`: not the rows this matches
-        in the query's own table (an earlier tier)."""
+        default) under the query's filters, best first; `unless`: not the rows these (FTS
+        table, expression) pairs match (the earlier tiers)."""
         table = q.FTS_TABLES[flavour or query.text_fields]
         where, params = q.where(query.vis, query.filters, query.regex)
-        if unless is not None:
-            own = q.FTS_TABLES[query.text_fields]
-            where += f" AND f.rowid NOT IN (SELECT rowid FROM {own} WHERE {own} MATCH ?)"
-            params.append(unless)
+        for other, not_expr in unless:
+            where += f" AND f.rowid NOT IN (SELECT rowid FROM {other} WHERE {other} MATCH ?)"
+            params.append(not_expr)
         # bm25() in ORDER BY runs SQLite's sorter, measured 2x faster than FTS5's own
         # `ORDER BY rank`. Every match is scored to rank them, so a later text-mode window
         # (its offset) costs what a keyset would.
@@ -346,19 +346,26 @@ class EmbeddedBackend:
         self, c: sqlite3.Connection, query: LegQuery, tm: typos.TextMatch, limit: int
     ) -> list[tuple[int, float]]:
         """(rowid, score) of the rows the exact words or a correction match, best first: a
-        row's BM25 for its exact words plus, for each corrected word it lacks, TYPO_WEIGHT
-        times the BM25 of the corrections it holds (FTS5's bm25() is a sum over the phrases
-        of the query, so each part is scored alone and the parts add up)."""
-        table = q.FTS_TABLES[query.text_fields]
-        bm25 = q.bm25_call(table, self.bm25_weights)
+        row's BM25 for its exact words plus, for each corrected word it lacks, the BM25 of the
+        corrections it holds (on the unstemmed table, without the title's extra term: as
+        OpenSearch's fuzzy clause scores `content.plain`) times their similarity and
+        TYPO_WEIGHT. FTS5's bm25() is a sum over the phrases of a query, so each part is
+        scored alone and the parts add up."""
+        table, plain = q.FTS_TABLES[query.text_fields], q.FTS_TABLES["plain"]
         parts: list[str] = []
         params: list[Any] = []
-        for weight, expr in ((1.0, tm.exact), *((TYPO_WEIGHT, e) for e in tm.corrected)):
-            if expr is not None:
+        if tm.exact is not None:
+            bm25 = q.bm25_call(table, self.bm25_weights)
+            parts.append(f"SELECT rowid AS r, {bm25} AS s FROM {table} WHERE {table} MATCH ?")
+            params.append(tm.exact)
+        bm25 = q.bm25_call(plain, replace(self.bm25_weights, title_boost=0.0))
+        for word, groups in tm.corrected:
+            for sim, expr in groups:
                 parts.append(
-                    f"SELECT rowid AS r, ? * {bm25} AS s FROM {table} WHERE {table} MATCH ?"
+                    f"SELECT rowid AS r, ? * {bm25} AS s FROM {plain} WHERE {plain} MATCH ? "
+                    f"AND rowid NOT IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
                 )
-                params += [weight, expr]
+                params += [TYPO_WEIGHT * sim, expr, word]
         where, wparams = q.where(query.vis, query.filters, query.regex)
         rows = c.execute(
             f"SELECT m.r, sum(m.s) AS t FROM ({' UNION ALL '.join(parts)}) m "
@@ -380,7 +387,8 @@ class EmbeddedBackend:
         else:
             ranked = self._ranked(c, query, tm.exact, want) if tm.exact else []
         if tm.prefix is not None and len(ranked) < want:
-            tier = self._ranked(c, query, tm.prefix, want - len(ranked), "plain", tm.either)
+            earlier = tm.tiers(query.text_fields)[:-1]  # the exact words, the corrections
+            tier = self._ranked(c, query, tm.prefix, want - len(ranked), "plain", earlier)
             if tier:
                 # Scaled under the lowest score so far, order kept: the tier's scores say it
                 # ranks lower wherever a leg's scores are compared.

@@ -141,21 +141,16 @@ class TextMatch:
     """The FTS5 expressions of one text query: its exact words and its typo tier."""
 
     exact: str | None  # None: no word left to match exactly
-    typo: str | None  # corrections, on the same (stemmed) table; None: none
+    # The corrections, on the unstemmed table, as OpenSearch's fuzzy clause runs on unstemmed
+    # fields: a typo is an edit of the word, not of its stem. None: none.
+    typo: str | None
     # The last word's prefix, on the unstemmed table: the stemmer would cut a whole word to a
     # stem that is a prefix of others ("orchestrations" -> "orchestr" -> "orchestra").
     prefix: str | None = None
-    # Each corrected word's corrections where the word itself is absent ("(c1 OR c2) NOT w"),
-    # on the same table: what the text leg scores a correction by (see EmbeddedBackend).
-    corrected: tuple[str, ...] = ()
-
-    @property
-    def either(self) -> str | None:
-        """The exact words or a correction (one table: for the first tiers and highlights)."""
-        parts = [p for p in (self.exact, self.typo) if p]
-        if len(parts) < 2:
-            return parts[0] if parts else None
-        return f"({parts[0]}) OR ({parts[1]})"
+    # What the text leg scores the corrections by (EmbeddedBackend._scored): each corrected
+    # word (quoted, matched on the query's table: its rows gain nothing from its corrections)
+    # with its corrections grouped by similarity (Lucene's fuzzy boost, 1 - edits / length).
+    corrected: tuple[tuple[str, tuple[tuple[float, str], ...]], ...] = ()
 
     def condition(self, flavour: TextFields) -> tuple[str, list[Any]]:
         """SQL over items `i`: the row matches in any tier (for counts and facets)."""
@@ -175,8 +170,17 @@ class TextMatch:
 
     def tiers(self, flavour: TextFields) -> list[tuple[str, str]]:
         """(FTS table, MATCH expression) of each tier a row may match in, as counts see them."""
-        pairs = ((FTS_TABLES[flavour], self.either), (FTS_TABLES["plain"], self.prefix))
+        pairs = (
+            (FTS_TABLES[flavour], self.exact),
+            (FTS_TABLES["plain"], self.typo),
+            (FTS_TABLES["plain"], self.prefix),
+        )
         return [(table, expr) for table, expr in pairs if expr is not None]
+
+
+def similarity(word: str, correction: str) -> float:
+    """Lucene's fuzzy boost of a term: 1 - edits / the shorter length (FuzzyTermsEnum)."""
+    return 1.0 - OSA.distance(word, correction) / min(len(word), len(correction))
 
 
 class Vocabulary:
@@ -294,13 +298,15 @@ def text_match(
     if flavour == "plain":  # only common words: they are never corrected
         return TextMatch(exact, None)
     typo: list[str] = []
-    corrected: list[str] = []
+    corrected: list[tuple[str, tuple[tuple[float, str], ...]]] = []
     for w in typo_words(text):
         found = corrections(c, vis, w) if vocab is None else vocab.corrections(c, vis, w)
         typo += [quote_word(t) for t in found]
-        if found:
-            either = " OR ".join(quote_word(t) for t in found)
-            corrected.append(f"({either}) NOT {quote_word(w)}")
+        groups: dict[float, list[str]] = {}
+        for t in found:
+            groups.setdefault(round(similarity(w, t), 6), []).append(quote_word(t))
+        if groups:
+            corrected.append((quote_word(w), tuple((k, " OR ".join(v)) for k, v in groups.items())))
     last = prefix_word(text)
     unique = list(dict.fromkeys(typo))
     return TextMatch(
