@@ -4,7 +4,7 @@ Stages, each a coordinate descent from the code's defaults (one parameter at a t
 values, the others held, repeated until nothing moves; ties keep the current value):
   legs    per backend: the OpenSearch text-query form and title boost, BM25 k1/b (set on the
           closed index, no re-index) and the k-NN search's candidates (ef_search); the embedded
-          FTS5 column weights (FTS5 fixes k1/b; its vector search is exact)
+          store's title-only bm25() weight (FTS5 fixes k1/b; its vector search is exact)
   fusion  shared by both backends (one Settings): leg weights, candidate depth, the meaning
           margin; RRF k (DESIGN 3.3) and the meaning floor (bench.floor) are held and swept
 The objective is hybrid nDCG@10 with the gates on (what users get), on dev qrels only; the text
@@ -55,10 +55,11 @@ OPENSEARCH_TEXT_GRID: dict[str, tuple[Any, ...]] = {
 # OpenSearch parameters that change the vector leg, not the text leg (each leg is fetched again
 # only when its own parameters change).
 VECTOR_PARAMS = frozenset({"ef_search"})
-# Embedded: the FTS5 title column weight (the others stay 1, tags 2). DESIGN 3.1 boosts the
-# title, so neither grid has an unboosted title.
+# Embedded: the weight of the title-only bm25() added to the row's (sql.Bm25Weights; the
+# columns stay 1, tags 2), as OpenSearch adds its title field to `content`. DESIGN 3.1 boosts
+# the title, so neither grid has an unboosted title.
 EMBEDDED_TEXT_GRID: dict[str, tuple[Any, ...]] = {
-    "title_weight": (1.1, 1.25, 1.5, 2.0, 3.0),
+    "title_boost": (0.15, 0.25, 0.3, 0.5, 1.0),
 }
 # Fusion values, keyed by Settings field. A field Settings lacks (the meaning floor before its
 # helper lands) is left out; adding one is one entry here and one in RANK_ARGS.
@@ -470,19 +471,17 @@ def opensearch_subject(backend: Any) -> Subject:
 
 def embedded_subject(backend: Any) -> Subject:
     """The embedded store; FTS5's bm25() takes column weights, its k1/b are fixed."""
+    from dataclasses import replace
+
     from suli.backends.embedded import sql as embedded_sql
 
-    cols = embedded_sql.FTS_COLUMNS
-
     def apply(p: dict[str, Any]) -> None:
-        w = dict(zip(cols, embedded_sql.BM25_WEIGHTS, strict=True))
-        w["title"] = p["title_weight"]
-        backend.bm25_weights = tuple(w[c] for c in cols)
+        backend.bm25_weights = replace(embedded_sql.BM25_WEIGHTS, title_boost=p["title_boost"])
 
     return Subject(
         "embedded",
         backend,
         EMBEDDED_TEXT_GRID,
         apply,
-        {"title_weight": embedded_sql.BM25_WEIGHTS[cols.index("title")]},
+        {"title_boost": embedded_sql.BM25_WEIGHTS.title_boost},
     )

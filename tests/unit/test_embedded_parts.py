@@ -5,6 +5,7 @@ over one file."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_the_backend_composes_both_parts_over_one_file(tmp_path: Path) -> None:
     assert (backend.path, backend.dimension, backend.model) == (tmp_path / "suli.db", DIM, "m")
     assert backend.stored_model == "m" and backend.check_model
 
-    weights = tuple(2.0 for _ in q.BM25_WEIGHTS)
+    weights = replace(q.BM25_WEIGHTS, title_boost=0.5)
     backend.bm25_weights = weights  # what bench.tuning does: the text leg reads them
     assert backend.items.bm25_weights == weights == backend.bm25_weights
 
