@@ -235,7 +235,7 @@ def next_generation(db: Path) -> None:
     """Move the store's generation on, as a write does (nothing else changes)."""
     backend = EmbeddedBackend(db, 384)
     try:
-        with backend._tx(write=True) as c:
+        with backend.db.tx(write=True) as c:
             embedded_sql.next_generation(c)
     finally:
         backend.close()

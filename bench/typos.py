@@ -33,7 +33,7 @@ from bench.nfcorpus import WORKSPACE, load_items, load_qrels, load_queries
 from bench.quality import CACHE
 from bench.quality import ensure_indexed as ensure_nfcorpus
 from suli.backends.base import Backend, LegQuery
-from suli.backends.embedded import store as embedded_store
+from suli.backends.embedded import items as embedded_items
 from suli.backends.embedded import typos as embedded_typos
 from suli.backends.opensearch import bodies as opensearch_bodies
 from suli.core import open_backend
@@ -101,7 +101,7 @@ def typo_weight(weight: float) -> Iterator[None]:
     """Corrections weighed by `weight` on both backends (for tuning suli.text.TYPO_WEIGHT)."""
     with (
         mock.patch.object(opensearch_bodies, "TYPO_WEIGHT", weight),
-        mock.patch.object(embedded_store, "TYPO_WEIGHT", weight),
+        mock.patch.object(embedded_items, "TYPO_WEIGHT", weight),
     ):
         yield
 

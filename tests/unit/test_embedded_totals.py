@@ -60,8 +60,8 @@ def test_counts_from_the_matches_equal_the_count_over_visible_items(
     filters = Filters(outcomes=(outcome,) if outcome else ())
     fields = "plain" if all(w in ("the", "of") for w in words) else "stemmed"
     query = LegQuery(vis, filters, text, None, 10, text_fields=fields)
-    with store._tx() as c:
-        tm = store._text_match(c, vis, text, fields)
+    with store.db.tx() as c:
+        tm = store.items._text_match(c, vis, text, fields)
         where, params = q.where(vis, filters)
         cond, cparams = tm.condition(fields)
         # Apart: every visible item, kept when it matches in any tier.
@@ -71,8 +71,8 @@ def test_counts_from_the_matches_equal_the_count_over_visible_items(
             [r for (r,) in c.execute(f"SELECT i.rowid FROM items i WHERE {where}", params)],
             dtype=np.int64,
         )
-        by_sql = store._count_text(c, query, tm, among)
-        by_numpy = store._count_text(c, query, tm, among, visible)
+        by_sql = store.items._count_text(c, query, tm, among)
+        by_numpy = store.items._count_text(c, query, tm, among, visible)
     expected = (len(want), sorted(r for r in among if r in want))
     assert (by_sql[0], sorted(by_sql[1])) == expected
     assert (by_numpy[0], sorted(by_numpy[1])) == expected

@@ -38,7 +38,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedBackend:
 def test_vocabulary_corrections_equal_a_fresh_read_per_caller(
     store: EmbeddedBackend, word: str
 ) -> None:
-    c = store._conn()
+    c = store.db.conn()
     vocab = typos.Vocabulary()
     for who in ("prn_in", "prn_out", "prn_in"):
         vis = visibility_for(Principal(who, "ws"), store.acls("ws"))
@@ -92,7 +92,7 @@ def test_the_words_table_is_the_vocabulary_after_every_write(
 ) -> None:
     b = EmbeddedBackend(tmp_path_factory.mktemp("terms") / "s.db", 4)
     try:
-        c = b._conn()
+        c = b.db.conn()
         for op, rows in writes:
             if op == "upsert":  # the same id twice in a batch: the later text wins
                 b.upsert([(Item(f"itm_{n}", "ws", title, body=body), [1.0, 0, 0, 0])
@@ -123,7 +123,7 @@ def test_a_store_without_the_words_table_fills_it_on_open(tmp_path: Path) -> Non
     raw.close()
     b = EmbeddedBackend(path, 4)
     try:
-        c = b._conn()
+        c = b.db.conn()
         assert _current(c) != []
     finally:
         b.close()
@@ -148,16 +148,16 @@ def test_a_write_without_the_words_table_is_read_through_the_vocabulary(tmp_path
         raw.execute("UPDATE items SET title = 'quokka' WHERE id = 'itm_a'")
         raw.execute("COMMIT")
         raw.close()
-        assert _terms(b._conn()) == [("zebrafish", 1)]  # behind: not read
+        assert _terms(b.db.conn()) == [("zebrafish", 1)]  # behind: not read
         assert first_hits("quokk") == ["itm_a"] and first_hits("zebrafsh") == []
         b.upsert([(Item("itm_b", "ws", "wombat"), [1.0, 0, 0, 0])])  # stays behind
-        assert _meta(b._conn(), "terms_generation") == "0"
+        assert _meta(b.db.conn(), "terms_generation") == "0"
         assert first_hits("wombt") == ["itm_b"]
     finally:
         b.close()
     b = EmbeddedBackend(path, 4)  # the next open rebuilds it
     try:
-        c = b._conn()
+        c = b.db.conn()
         assert _terms(c) == _vocab(c) == [("quokka", 1), ("wombat", 1)]
         assert _meta(c, "terms_generation") == _meta(c, "generation")
     finally:
@@ -169,7 +169,7 @@ def test_a_write_without_the_words_table_is_read_through_the_vocabulary(tmp_path
 def test_corrections_from_the_words_table_equal_a_fresh_read_per_caller(
     store: EmbeddedBackend, word: str
 ) -> None:
-    c = store._conn()
+    c = store.db.conn()
     gen = int(_meta(c, "generation") or 0)
     assert _meta(c, "terms_generation") == str(gen)
     vocab = typos.Vocabulary(gen)

@@ -466,7 +466,7 @@ _SIDE_TABLES = ("item_tags", "item_stations", "item_refs", "item_embed")
 def next_generation(c: sqlite3.Connection) -> int:
     """Move the store's generation on (inside the write transaction) and return it. The
     words table moves on with it only if it was current: this Suli keeps it in every write
-    transaction (EmbeddedBackend._tx), a Suli without it leaves it behind."""
+    transaction (StoreFile.tx), a Suli without it leaves it behind."""
     row = c.execute(
         "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation' "
         "RETURNING CAST(value AS INTEGER)"

@@ -5,7 +5,7 @@ optimal-string-alignment distance (a swap is one edit, as in Lucene's fuzzy quer
 the words of the unstemmed FTS table that share its first letter and are about as long; the
 last word also matches as a prefix (`"word"*`). The corrections then join the text leg's
 MATCH, which runs under the caller's visibility, weighed by suli.text.TYPO_WEIGHT (see
-EmbeddedBackend._scored).
+ItemStore._scored).
 
 The vocabulary spans every workspace, so it is never shown and is read only here: a
 correction is kept only when it occurs in an item the caller can see (checked by a MATCH under
