@@ -90,7 +90,7 @@ async def single_valued(request: Request) -> None:
 class Caller:
     principal: Principal
     admin: bool
-    acls: tuple[BoardAcl, ...]  # of the principal's workspace, read with the token
+    acls: tuple[BoardAcl, ...] | None  # of the principal's workspace, if read with the token
 
 
 async def authenticate(

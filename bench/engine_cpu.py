@@ -16,6 +16,14 @@ batch gives CPU milliseconds per request; wall milliseconds per request beside i
                               matches up to SULI_TOTAL_COUNT_LIMIT)
     suli_legs_exact           the same counting every match (`exact_total`, and every search
                               before totals became free by default)
+    legs_text_only            the text leg alone, legs_vector_only the vector leg alone
+    legs_no_typos             both legs without the typo clauses (their automata per shard)
+    legs_no_prefix            without the last word's prefix clause, legs_no_fuzzy without
+                              the fuzzy clauses (the prefix clause kept)
+    legs_typos_constant       the typo clauses scoring a constant (before #35 weighed them)
+    legs_boards_inline        both legs with the caller's boards inline, not looked up from
+                              the visibility document (the terms lookup per leg)
+    legs_depth_half           both legs at half the candidate depth (the hits' doc values)
     suli_page                 the page as Suli reads it: `_mget` by id from the shard copies
                               holding it, with the caller's visibility document
     suli_page_searched        the page as an `ids` search on every shard, nothing highlighted
@@ -43,6 +51,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+from unittest import mock
 
 from bench.clustered import WORKSPACE
 from bench.native_hybrid import PIPELINE, highlight, hybrid_body, put_rrf_pipeline
@@ -87,6 +96,38 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
 
         return be.reads._read_many(q.vis, make, "page")
 
+    inline = visibility_for(run.principal, be.acls(WORKSPACE))  # no stored document
+
+    def no_typos(call: Callable[[], Any]) -> Any:
+        with mock.patch.object(bodies, "typo_clauses", lambda text, flavour: []):
+            return call()
+
+    def typos_constant(call: Callable[[], Any]) -> Any:
+        # The typo clauses as they were before corrections were weighed by rarity (#35): a
+        # constant score over every term reached.
+        real = bodies.typo_clauses
+
+        def constant(text: str, flavour: Any) -> list[dict[str, Any]]:
+            out = real(text, flavour)
+            for clause in out:
+                for inner in clause["bool"]["must"]:
+                    if "multi_match" in inner:
+                        inner["multi_match"]["fuzzy_rewrite"] = "constant_score"
+            return out
+
+        with mock.patch.object(bodies, "typo_clauses", constant):
+            return call()
+
+    def only_typos(prefix: bool, call: Callable[[], Any]) -> Any:
+        # The last word's prefix clause alone (prefix) or the fuzzy clauses alone (not prefix).
+        real = bodies.typo_clauses
+
+        def some(text: str, flavour: Any) -> list[dict[str, Any]]:
+            return [c for c in real(text, flavour) if ("prefix" in c["bool"]["must"][0]) == prefix]
+
+        with mock.patch.object(bodies, "typo_clauses", some):
+            return call()
+
     out: dict[str, Kind] = {
         "suli_legs": (lambda i: be.search(legs[i]), len(legs)),
         "suli_legs_exact": (lambda i: be.search(replace(legs[i], count_to=None)), len(legs)),
@@ -96,6 +137,19 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
             len(pages),
         ),
         "suli_page_highlighted": (page_highlighted, len(pages)),
+        # The legs by part (#34 item 5): each alone, without the typo clauses, with the
+        # boards inline instead of the terms lookup of the visibility document, at half depth.
+        "legs_text_only": (lambda i: be.search(replace(legs[i], vector=None)), len(legs)),
+        "legs_vector_only": (lambda i: be.search(replace(legs[i], text=None)), len(legs)),
+        "legs_no_typos": (lambda i: no_typos(lambda: be.search(legs[i])), len(legs)),
+        "legs_no_prefix": (lambda i: only_typos(False, lambda: be.search(legs[i])), len(legs)),
+        "legs_no_fuzzy": (lambda i: only_typos(True, lambda: be.search(legs[i])), len(legs)),
+        "legs_typos_constant": (lambda i: typos_constant(lambda: be.search(legs[i])), len(legs)),
+        "legs_boards_inline": (lambda i: be.search(replace(legs[i], vis=inline)), len(legs)),
+        "legs_depth_half": (
+            lambda i: be.search(replace(legs[i], depth=legs[i].depth // 2)),
+            len(legs),
+        ),
     }
     if native:
         put_rrf_pipeline(be.client)

@@ -175,11 +175,13 @@ class MatchSet:
 @dataclass(frozen=True)
 class Session:
     """What a bearer token stands for, read together: its principal (None when that principal
-    no longer exists), its admin flag, and the board ACLs of the principal's workspace."""
+    no longer exists), its admin flag, and the board ACLs of the principal's workspace where
+    the store reads them with the token cheaply (None: not read; a search under this session
+    then reads the caller's visibility itself, as the core's own searches do)."""
 
     principal: Principal | None
     admin: bool
-    acls: tuple[BoardAcl, ...] = ()
+    acls: tuple[BoardAcl, ...] | None = None
 
 
 @dataclass(frozen=True)

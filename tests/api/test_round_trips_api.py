@@ -42,9 +42,10 @@ def test_http_search_costs_what_a_core_search_costs_and_get_two(
     with counting(_client(api)) as sent:
         browsed = api.search("bob", q="", limit=5)
     assert any(r["superseded"] for r in browsed["results"])
-    # The session, the page, then the check of the replacements its superseded items name
-    # (known only from the page itself).
-    assert sent == ["POST _msearch", "POST _search", "POST _search"]
+    # The session (the token and its principal), the page with the check of the caller's
+    # visibility document riding along, then the check of the replacements its superseded
+    # items name (known only from the page itself).
+    assert sent == ["POST _msearch", "POST _msearch", "POST _msearch"]
     with counting(_client(api)) as sent:
         r = api.client.get("/api/v1/items/itm_secret", headers=api.auth("bob"))
     assert r.status_code == 200

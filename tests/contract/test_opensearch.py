@@ -15,7 +15,7 @@ from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.settings import Settings
-from suli.visibility import Visibility
+from suli.visibility import Visibility, visibility_for
 
 from .helpers import WS, KeyedEmbedder, MakeSearcher, World, item, principal
 from .suite import BackendContract
@@ -94,10 +94,12 @@ def test_equal_scores_come_back_by_id_not_in_storage_order(
         world.backend.close()
 
 
-def test_a_token_without_a_recorded_workspace_still_gets_its_acls(
+def test_a_token_without_a_recorded_workspace_still_opens_its_principals_session(
     opensearch_url: str, os_client: OpenSearch
 ) -> None:
-    """Tokens made before `put_token` recorded the workspace: the session reads ACLs apart."""
+    """Tokens made before `put_token` recorded the workspace open their principal's session;
+    the session carries no ACLs (a search under it reads the visibility document), and a
+    search as that principal sees its group's board."""
     from suli.auth import hash_token
 
     name = f"test-{uuid4().hex}"
@@ -112,7 +114,9 @@ def test_a_token_without_a_recorded_workspace_still_gets_its_acls(
         session = backend.session("old")
         assert session is not None and session.principal is not None
         assert session.principal.id == "prn_p"
-        assert [a.board for a in session.acls] == ["brd_g"]
+        assert session.acls is None  # not read with the token (a quarter of the service's CPU)
+        seen = visibility_for(session.principal, backend.acls("ws_main"))
+        assert seen.boards == frozenset({"brd_g"})  # its groups came with the principal
         # The principal is gone: the token is known, its principal is not.
         os_client.delete(index=settings.acl_index, id="principal:prn_p", refresh=True)
         gone = backend.session("old")

@@ -189,8 +189,11 @@ class AclDirectory:
         self.visibility.rewrite([principal_id], only_changed=True)
 
     def session(self, token_hash: str) -> Session | None:
-        """One `_msearch` on the ACL index: the token document, its principal (a terms lookup
-        on the token's `principal_id`) and the ACLs of the workspace recorded on the token."""
+        """One `_msearch` on the ACL index: the token document and its principal (a terms
+        lookup on the token's `principal_id`). Not the workspace's ACLs: a search under the
+        session reads the caller's visibility document with its legs (one lookup), where the
+        ACLs were up to 10,000 documents read and parsed on every POST's token check (a
+        quarter of the service's CPU under load: bench/RESULTS.md 25)."""
         doc = f"token:{token_hash}"
         acl_index = self.conn.acl_index
 
@@ -204,7 +207,6 @@ class AclDirectory:
         searches = [
             {"size": 1, "query": {"ids": {"values": [doc]}}},
             {"size": 1, "query": of_type("principal", "principal_id")},
-            {"size": 10_000, "query": of_type("acl", "workspace")},
         ]
         lines: list[dict[str, Any]] = []
         for body in searches:
@@ -219,18 +221,14 @@ class AclDirectory:
                 if r.get("status") == 404:  # no ACL index yet: no token exists
                     return None
                 raise BackendUnavailable(f"session read failed: {r['error']}")
-        tokens, principals, acls = (r["hits"]["hits"] for r in got)
+        tokens, principals = (r["hits"]["hits"] for r in got)
         if not tokens:
             return None
         token = tokens[0]["_source"]
         admin = bool(token.get("admin"))
         if not principals:
             return Session(None, admin)
-        principal = principal_of(principals[0]["_source"])
-        if token.get("workspace") != principal.workspace:
-            # A token made before workspaces were kept on tokens, or a principal moved since.
-            return Session(principal, admin, tuple(self.visibility.acls(principal.workspace)))
-        return Session(principal, admin, tuple(acl_of(h["_source"]) for h in acls))
+        return Session(principal_of(principals[0]["_source"]), admin)
 
     def token(self, token_hash: str) -> tuple[str, bool] | None:
         s = self._get(f"token:{token_hash}")
