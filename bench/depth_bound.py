@@ -4,16 +4,17 @@
         [--prefix bench-sc] [--depths 25 50 75] [--out bench/results/depth_bound_X.json]
 
 With weighted RRF (suli.ranking.rank), an item outside both legs' top d has a fused score of
-at most (w_text + w_vector) / (k + d + 1) x the highest outcome weight. If the page's last
-fused score is above that bound, no item the legs would find deeper can reach the page, and
-asking both legs for d instead of the full candidate depth gives the same page (the rest are
-asked again at full depth). For each query of the scale bench (its recorded legs at full
-depth), this bench fuses the legs as the service does and reports, per smaller depth d: the
-share of queries whose bound holds (the saving applies), and the share whose page at depth d
-(the legs' top d fused alone) equals the full-depth page anyway (an upper bound on what any
-proof could save). What a smaller depth saves the nodes is `legs_depth_half` in
-bench.engine_cpu; the saving of the scheme is that times the share of queries the bound
-admits, less the second request for the others.
+at most (w_text + w_vector) / (k + d + 1) x the highest outcome weight, so a page whose last
+fused score is above that bound holds no item found deeper in both legs. That is not enough
+for the page at depth d to equal the full-depth page: an item in one leg's top d and the other
+leg's next ranks loses that leg's part of its score at depth d, and the page's order moves.
+For each query of the scale bench (its recorded legs at full depth), this bench fuses the
+legs as the service does and reports, per smaller depth d, the share of queries whose bound
+holds and the share whose page at depth d (the legs' top d fused alone) equals the
+full-depth page: the most any proof could admit. A smaller depth costs the nodes
+`legs_depth_half` of bench.engine_cpu; asking again at full depth when the page may differ
+costs both, so the scheme pays only if that share exceeds depth-d's cost over the full
+depth's (0.90 at d = 50, 3 primaries, 100k).
 """
 
 from __future__ import annotations
