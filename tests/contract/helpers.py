@@ -7,12 +7,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from uuid import uuid4
 
 import numpy as np
 
 from indexer.pipeline import Summary, index_items
 from suli.backends.base import Backend, Facets
 from suli.backends.memory import MemoryBackend
+from suli.backends.opensearch import OpenSearchBackend
 from suli.backends.opensearch.client import counting as counting  # tests import it here
 from suli.embedding import Embedder, FakeEmbedder, FloatArray, ProgressFn
 from suli.models import BoardAcl, Filters, Item, Principal, SearchResponse
@@ -177,25 +179,6 @@ class World:
         return self.searcher.related(self.who(p), item_id=item_id, card=card, **kw)
 
 
-def memory_world(
-    items: Iterable[Item] = (),
-    principals: Iterable[Principal] = (),
-    acls: Iterable[BoardAcl] = (),
-    *,
-    embedder: Embedder | None = None,
-    **overrides: Any,
-) -> World:
-    """A loaded World over the in-memory backend: the search core's rules without a store."""
-    emb = embedder or KeyedEmbedder()
-    settings = Settings(
-        backend="embedded", embedder="fake", cursor_secret="unit-test-cursor-key", **overrides
-    )
-    backend = MemoryBackend(emb.dimension, model=emb.name)
-    world = World(backend, emb, settings, backend.refresh)
-    world.load(items, principals, acls)
-    return world
-
-
 class MakeSearcher(Protocol):
     """The `make_searcher` fixture: a fresh, isolated, loaded World per call."""
 
@@ -208,6 +191,67 @@ class MakeSearcher(Protocol):
         embedder: Embedder | None = None,
         **settings: Any,
     ) -> World: ...
+
+
+def world_factory(build: Callable[[Embedder, dict[str, Any]], World]) -> MakeSearcher:
+    """A `make_searcher`: each call has `build(embedder, settings overrides)` open an empty World
+    on a store of its own (the KeyedEmbedder unless one is given), then loads it."""
+
+    def make(
+        items: Iterable[Item] = (),
+        principals: Iterable[Principal] = (),
+        acls: Iterable[BoardAcl] = (),
+        *,
+        embedder: Embedder | None = None,
+        **overrides: Any,
+    ) -> World:
+        world = build(embedder or KeyedEmbedder(), overrides)
+        world.load(items, principals, acls)
+        return world
+
+    return make
+
+
+def _memory(emb: Embedder, overrides: dict[str, Any]) -> World:
+    settings = Settings(
+        backend="embedded", embedder="fake", cursor_secret="unit-test-cursor-key", **overrides
+    )
+    backend = MemoryBackend(emb.dimension, model=emb.name)
+    return World(backend, emb, settings, backend.refresh)
+
+
+memory_world = world_factory(_memory)
+"""A loaded World over the in-memory backend: the search core's rules without a store."""
+
+
+def opensearch_settings(opensearch_url: str, name: str | None = None, **overrides: Any) -> Settings:
+    """Settings for a world on an index alias of its own (`name`, else a fresh `test-<uuid>`)
+    and its ACL index `<name>-acl`; the caller deletes `<name>*` after."""
+    name = name or f"test-{uuid4().hex}"
+    return Settings(
+        backend="opensearch",
+        opensearch_url=opensearch_url,
+        index_alias=name,
+        acl_index=f"{name}-acl",
+        embedder="fake",
+        **overrides,
+    )
+
+
+def opensearch_world(
+    settings: Settings, embedder: Embedder | None = None, *, ready: bool = True
+) -> World:
+    """An empty World over a real OpenSearch backend on `settings`' indices, created unless
+    `ready` is False (the caller then calls `ensure_ready`); the caller closes the backend."""
+    emb = embedder or KeyedEmbedder()
+    backend = OpenSearchBackend(settings, emb.dimension, emb.name)
+    if ready:
+        try:
+            backend.ensure_ready()
+        except BaseException:
+            backend.close()
+            raise
+    return World(backend, emb, settings, backend.refresh)
 
 
 def facet_dict(f: Facets) -> dict[str, dict[str, int]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from uuid import uuid4
 
@@ -10,10 +10,9 @@ import pytest
 
 from suli.backends.embedded import EmbeddedBackend
 from suli.embedding import Embedder
-from suli.models import BoardAcl, Item, Principal
 from suli.settings import Settings
 
-from .helpers import KeyedEmbedder, MakeSearcher, World
+from .helpers import MakeSearcher, World, world_factory
 from .suite import BackendContract
 
 
@@ -26,25 +25,15 @@ class TestEmbeddedContract(BackendContract):
         made: list[EmbeddedBackend] = []
         folder = tmp_path_factory.mktemp("embedded")
 
-        def make(
-            items: Iterable[Item] = (),
-            principals: Iterable[Principal] = (),
-            acls: Iterable[BoardAcl] = (),
-            *,
-            embedder: Embedder | None = None,
-            **overrides: Any,
-        ) -> World:
-            emb = embedder or KeyedEmbedder()
+        def build(emb: Embedder, overrides: dict[str, Any]) -> World:
             path = folder / f"{uuid4().hex}.db"
             settings = Settings(
                 backend="embedded", embedded_path=path, embedder="fake", **overrides
             )
             backend = EmbeddedBackend(settings.sqlite_path, emb.dimension, model=emb.name)
             made.append(backend)
-            world = World(backend, emb, settings, backend.refresh)
-            world.load(items, principals, acls)
-            return world
+            return World(backend, emb, settings, backend.refresh)
 
-        yield make
+        yield world_factory(build)
         for backend in made:
             backend.close()

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
-from uuid import uuid4
 
 import pytest
 from opensearchpy import OpenSearch
@@ -13,11 +12,19 @@ from opensearchpy import OpenSearch
 from suli.backends.base import LegQuery
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder
-from suli.models import BoardAcl, Filters, Item, Principal
-from suli.settings import Settings
+from suli.models import BoardAcl, Filters, Principal
 from suli.visibility import Visibility, visibility_for
 
-from .helpers import WS, KeyedEmbedder, MakeSearcher, World, item, principal
+from .helpers import (
+    WS,
+    MakeSearcher,
+    World,
+    item,
+    opensearch_settings,
+    opensearch_world,
+    principal,
+    world_factory,
+)
 from .suite import BackendContract
 
 
@@ -27,32 +34,13 @@ class TestOpenSearchContract(BackendContract):
     def make_searcher(cls, opensearch_url: str, os_client: OpenSearch) -> Iterator[MakeSearcher]:
         made: list[OpenSearchBackend] = []
 
-        def make(
-            items: Iterable[Item] = (),
-            principals: Iterable[Principal] = (),
-            acls: Iterable[BoardAcl] = (),
-            *,
-            embedder: Embedder | None = None,
-            **overrides: Any,
-        ) -> World:
-            emb = embedder or KeyedEmbedder()
-            name = f"test-{uuid4().hex}"
-            settings = Settings(
-                backend="opensearch",
-                opensearch_url=opensearch_url,
-                index_alias=name,
-                acl_index=f"{name}-acl",
-                embedder="fake",
-                **overrides,
-            )
-            backend = OpenSearchBackend(settings, emb.dimension, emb.name)
-            made.append(backend)
-            backend.ensure_ready()
-            world = World(backend, emb, settings, backend.refresh)
-            world.load(items, principals, acls)
+        def build(emb: Embedder, overrides: dict[str, Any]) -> World:
+            world = opensearch_world(opensearch_settings(opensearch_url, **overrides), emb)
+            assert isinstance(world.backend, OpenSearchBackend)
+            made.append(world.backend)
             return world
 
-        yield make
+        yield world_factory(build)
         names = [n for b in made for n in (b.current_index(), b.acl_index) if n]
         # Few requests (each index deletion is a cluster-state update), each URL within the
         # node's 4,096-byte request line.
@@ -65,11 +53,7 @@ class TestOpenSearchContract(BackendContract):
 def _bare_world(opensearch_url: str) -> World:
     """A World on an index of its own, nothing loaded yet (its test calls ensure_ready and
     removes the index)."""
-    name = f"test-{uuid4().hex}"
-    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
-    emb = KeyedEmbedder()
-    backend = OpenSearchBackend(settings, emb.dimension, emb.name)
-    return World(backend, emb, settings, backend.refresh)
+    return opensearch_world(opensearch_settings(opensearch_url), ready=False)
 
 
 def test_equal_scores_come_back_by_id_not_in_storage_order(
@@ -102,8 +86,8 @@ def test_a_token_without_a_recorded_workspace_still_opens_its_principals_session
     search as that principal sees its group's board."""
     from suli.auth import hash_token
 
-    name = f"test-{uuid4().hex}"
-    settings = Settings(opensearch_url=opensearch_url, index_alias=name, acl_index=f"{name}-acl")
+    settings = opensearch_settings(opensearch_url)
+    name = settings.index_alias
     backend = OpenSearchBackend(settings, 8, "fake")
     try:
         backend.ensure_ready()

@@ -24,7 +24,19 @@ from suli.models import Principal
 from suli.settings import Settings
 from suli.visibility import visibility_for
 
-from .helpers import WS, KeyedEmbedder, World, acl, axis, blend, counting, item, principal
+from .helpers import (
+    WS,
+    KeyedEmbedder,
+    World,
+    acl,
+    axis,
+    blend,
+    counting,
+    item,
+    opensearch_settings,
+    opensearch_world,
+    principal,
+)
 
 SEARCH = ["POST _msearch", "POST _mget"]  # the legs, then the page by id
 # A stale visibility document: the legs read the ACLs and search again; the page read by id
@@ -44,18 +56,10 @@ def make_world(opensearch_url: str, make_index_name: Callable[[], str]) -> Itera
     made: list[OpenSearchBackend] = []
 
     def make(name: str | None = None) -> World:
-        name = name or make_index_name()
-        settings = Settings(
-            opensearch_url=opensearch_url,
-            index_alias=name,
-            acl_index=f"{name}-acl",
-            embedder="fake",
-        )
-        emb = KeyedEmbedder()
-        backend = OpenSearchBackend(settings, emb.dimension, emb.name)
-        made.append(backend)
-        backend.ensure_ready()
-        return World(backend, emb, settings, backend.refresh)
+        settings = opensearch_settings(opensearch_url, name or make_index_name())
+        w = opensearch_world(settings)
+        made.append(backend(w))
+        return w
 
     yield make
     for b in made:

@@ -4,16 +4,14 @@ and `suli reindex` (the embedded store: tests/unit/test_model_switch.py)."""
 
 from __future__ import annotations
 
-from uuid import uuid4
-
 import pytest
+from contract.helpers import opensearch_settings
 from opensearchpy import OpenSearch
 
 from suli.backends.opensearch import OpenSearchBackend
 from suli.core import open_backend
 from suli.embedding import FakeEmbedder
 from suli.errors import ModelMismatch
-from suli.settings import Settings
 
 
 class OtherModel(FakeEmbedder):
@@ -25,14 +23,8 @@ class OtherModel(FakeEmbedder):
 def test_another_model_is_refused_naming_both_and_reindex(
     opensearch_url: str, os_client: OpenSearch
 ) -> None:
-    name = f"test-{uuid4().hex}"
-    settings = Settings(
-        backend="opensearch",
-        opensearch_url=opensearch_url,
-        index_alias=name,
-        acl_index=f"{name}-acl",
-        embedder="fake",
-    )
+    settings = opensearch_settings(opensearch_url)
+    name = settings.index_alias
     first = FakeEmbedder(16)
     try:
         backend = open_backend(settings, first)

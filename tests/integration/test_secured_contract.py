@@ -5,11 +5,11 @@ read. Rules: visibility on every read path, ACL changes on the next query, filte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from contract.helpers import KeyedEmbedder, MakeSearcher, World
+from contract.helpers import MakeSearcher, World, world_factory
 from contract.rules_filters import FilterRules
 from contract.rules_tenants import TenantRules
 from contract.rules_visibility import AclChangeRules, VisibilityRules
@@ -17,7 +17,6 @@ from secured_node import SecuredNode, drop, secured_node, world_names
 
 from suli.backends.opensearch import OpenSearchBackend
 from suli.embedding import Embedder
-from suli.models import BoardAcl, Item, Principal
 
 __all__ = ["secured_node"]  # the session fixture, imported so pytest finds it here
 
@@ -53,15 +52,7 @@ class TestSecuredContract(VisibilityRules, AclChangeRules, FilterRules, TenantRu
     def make_searcher(cls, secured_node: SecuredNode) -> Iterator[MakeSearcher]:
         made: list[tuple[ByRole, tuple[str, str]]] = []
 
-        def make(
-            items: Iterable[Item] = (),
-            principals: Iterable[Principal] = (),
-            acls: Iterable[BoardAcl] = (),
-            *,
-            embedder: Embedder | None = None,
-            **overrides: Any,
-        ) -> World:
-            emb = embedder or KeyedEmbedder()
+        def build(emb: Embedder, overrides: dict[str, Any]) -> World:
             names = world_names()
 
             def backend(user: str) -> OpenSearchBackend:
@@ -71,11 +62,9 @@ class TestSecuredContract(VisibilityRules, AclChangeRules, FilterRules, TenantRu
             split = ByRole(backend("suli-query"), backend("suli-indexer"), backend("suli-admin"))
             made.append((split, names))
             split.admin.ensure_ready()
-            world = World(split, emb, split.query.settings, split.indexer.refresh)
-            world.load(items, principals, acls)
-            return world
+            return World(split, emb, split.query.settings, split.indexer.refresh)
 
-        yield make
+        yield world_factory(build)
         client = secured_node.admin_client()
         for split, names in made:
             split.close()
