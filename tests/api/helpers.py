@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from opensearchpy import OpenSearch
@@ -410,41 +411,55 @@ async def read_body_ok(
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+@contextlib.contextmanager
+def threaded_server(
+    config: Any,
+    sock: socket.socket | None = None,
+    *,
+    start_timeout_s: float = 30.0,
+    stop_timeout_s: float = 10.0,
+) -> Iterator[Any]:
+    """A `uvicorn.Server` on `config` in a daemon thread (serving `sock` when given), yielded
+    once it has started; told to exit and joined at the end."""
+    import uvicorn
+
+    server = uvicorn.Server(config)
+    run_args = {"sockets": [sock]} if sock is not None else {}
+    thread = threading.Thread(target=server.run, kwargs=run_args, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + start_timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            pytest.fail("the server did not start under uvicorn", pytrace=False)
+        time.sleep(0.02)
+    try:
+        yield server
+    finally:
+        server.should_exit = True
+        thread.join(stop_timeout_s)
+
+
 def guarded_servers(
     default_app: Callable[..., Any] = read_body_ok,
 ) -> Iterator[Callable[..., int]]:
     """Fixture body: a factory of guarded servers (app, limits) on free loopback ports, each
     returning its port; every server is stopped at the end."""
-    import threading
-
-    import uvicorn
-
     from app.server import GuardedH11Protocol, ServeConfig
 
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+    with contextlib.ExitStack() as stack:
 
-    def start(app: Callable[..., Any] | None = None, **limits: Any) -> int:
-        limits = {"max_connections": 100, "header_timeout_s": 10.0, "body_timeout_s": 30.0,
-                  **limits}  # fmt: skip
-        config = ServeConfig(
-            app or default_app,
-            host="127.0.0.1",
-            port=0,
-            http=GuardedH11Protocol,
-            log_level="warning",
-            **limits,
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
-        servers.append((server, thread))
-        return int(server.servers[0].sockets[0].getsockname()[1])
+        def start(app: Callable[..., Any] | None = None, **limits: Any) -> int:
+            limits = {"max_connections": 100, "header_timeout_s": 10.0, "body_timeout_s": 30.0,
+                      **limits}  # fmt: skip
+            config = ServeConfig(
+                app or default_app,
+                host="127.0.0.1",
+                port=0,
+                http=GuardedH11Protocol,
+                log_level="warning",
+                **limits,
+            )
+            server = stack.enter_context(threaded_server(config))
+            return int(server.servers[0].sockets[0].getsockname()[1])
 
-    yield start
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(10)
+        yield start

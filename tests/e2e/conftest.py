@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,7 @@ from uuid import uuid4
 
 import pytest
 import uvicorn
-from api.helpers import drop, opener
+from api.helpers import drop, opener, threaded_server
 from fastapi import FastAPI
 from opensearchpy import OpenSearch
 from playwright.sync_api import BrowserContext, Page, sync_playwright
@@ -81,19 +79,10 @@ def running(app: FastAPI) -> Iterator[str]:
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", ws="none", access_log=False
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    end = time.monotonic() + START_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > end:
-            pytest.fail("the service did not start under uvicorn", pytrace=False)
-        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        with threaded_server(config, sock, start_timeout_s=START_TIMEOUT_S, stop_timeout_s=30):
+            yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
-        thread.join(30)
         sock.close()
 
 
