@@ -18,6 +18,10 @@ import org.opensearch.plugins.Plugin;
 /**
  * Starts one OpenSearch 2.19 node in this JVM with its modules and plugins loaded from the classpath.
  * Usage: java -cp ... OsNode NODE_HOME   (NODE_HOME/config holds opensearch.yml and log4j2.properties)
+ *
+ * The 3.x launcher (OsNode3.java) differs in what Node's protected constructor takes (PluginInfo
+ * descriptors there, plugin classes here) and in the module plugins' names (*ModulePlugin); javac
+ * checks one source against one line's jars, so each line has its launcher (devcluster/lines.py).
  */
 public final class OsNode {
     static final String DEFAULT_PLUGINS = String.join(",",
