@@ -488,10 +488,14 @@ def visibility_of_token(os_url: str, index: str, acl_index: str, token: str) -> 
     backend = OpenSearchBackend(settings, 384, "all-MiniLM-L6-v2-int8")
     try:
         session = open_session(backend, token)
+        assert session.principal is not None  # open_session refuses a token without one
+        # The session reads no ACLs on OpenSearch (Session.acls None): read them here.
+        acls = session.acls
+        if acls is None:
+            acls = tuple(backend.acls(session.principal.workspace))
     finally:
         backend.close()
-    assert session.principal is not None  # open_session refuses a token without one
-    return visibility_for(session.principal, session.acls)
+    return visibility_for(session.principal, acls)
 
 
 def _queries(args: argparse.Namespace) -> list[str]:

@@ -41,8 +41,8 @@ def authenticate(
 
 
 def open_session(backend: Directory, token: str | None, *, admin: bool = False) -> Session:
-    """The token's principal, admin flag and the ACLs of its workspace, read in one go
-    (one round trip on OpenSearch); Unauthorized / Forbidden otherwise."""
+    """The token's principal and admin flag, with the ACLs of its workspace where the store
+    reads them with the token (None on OpenSearch); Unauthorized / Forbidden otherwise."""
     if not token:
         raise Unauthorized("missing bearer token")
     return checked(backend.session(hash_token(token)), admin=admin)

@@ -19,6 +19,7 @@ import devcluster
 from bench import (
     concurrency,
     core_cpu,
+    depth_bound,
     embedded,
     engine_cpu,
     floor,
@@ -121,6 +122,8 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
                                "--queries", "8", "--rounds", "1"])  # fmt: skip
         core = core_cpu.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
                               "--queries", "8", "--rounds", "2"])  # fmt: skip
+        depth = depth_bound.main(["--url", opensearch_url, "--n", str(n), "--prefix", prefix,
+                                  "--queries", "8"])  # fmt: skip
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")
     # The node has no neural-search: Suli's requests only, each kind replayed over its requests.
@@ -130,6 +133,22 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
     assert set(kinds) <= set(cpu) and "native_hybrid" not in cpu
     for kind in kinds:
         assert cpu[kind]["cpu_ms_median"] >= 0 and cpu[kind]["wall_ms_median"] > 0
+    # The legs by part (#34 item 5): each kind replayed over the same 8 legs' requests.
+    for kind in (
+        "legs_text_only",
+        "legs_vector_only",
+        "legs_no_typos",
+        "legs_boards_inline",
+        "legs_depth_half",
+        "legs_no_prefix",
+        "legs_no_fuzzy",
+        "legs_typos_constant",
+    ):
+        assert cpu[kind]["wall_ms_median"] > 0, kind
+    # Candidate depth: every query with a page counted, each share a fraction.
+    assert 0 < depth["queries"] <= 8 and set(depth["depths"]) == {"25", "50", "75"}
+    for d in depth["depths"].values():
+        assert 0 <= d["same_page_anyway"] <= 1 and 0 <= d["bound_holds"] <= 1
     assert cpu["suli_search_cpu_ms"] == round(
         cpu["suli_legs"]["cpu_ms_median"] + cpu["suli_page"]["cpu_ms_median"], 2
     )
