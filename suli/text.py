@@ -107,3 +107,11 @@ def prefix_word(text: str) -> str | None:
     if not ws or ws[-1] in ENGLISH_STOPWORDS or len(ws[-1]) < PREFIX_MIN_CHARS:
         return None
     return ws[-1]
+
+
+def similarity(word: str, correction: str) -> float:
+    """A correction's weight against the word (Lucene's fuzzy boost, FuzzyTermsEnum): 1 -
+    edits / the shorter length, a swap one edit; every backend weighs corrections by it."""
+    from rapidfuzz.distance import OSA  # here: `suli --version` never loads it
+
+    return 1.0 - OSA.distance(word, correction) / min(len(word), len(correction))

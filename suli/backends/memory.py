@@ -47,6 +47,7 @@ from suli.text import (
     TYPO_WEIGHT,
     max_edits,
     prefix_word,
+    similarity,
     typo_words,
     words,
 )
@@ -125,8 +126,7 @@ def _typo_score(item: Item, text: str, fields: TextFields, idf: Idf = _flat) -> 
                     continue
                 d = OSA.distance(w, q)
                 if 0 < d <= max_edits(q):
-                    sim = 1.0 - d / min(len(w), len(q))
-                    score += FIELD_WEIGHTS[name] * TYPO_WEIGHT * sim * idf(w)
+                    score += FIELD_WEIGHTS[name] * TYPO_WEIGHT * similarity(q, w) * idf(w)
     return score
 
 

@@ -52,6 +52,7 @@ from suli.text import (
     PREFIX_LENGTH,
     max_edits,
     prefix_word,
+    similarity,
     typo_words,
 )
 from suli.visibility import Visibility
@@ -176,11 +177,6 @@ class TextMatch:
             (FTS_TABLES["plain"], self.prefix),
         )
         return [(table, expr) for table, expr in pairs if expr is not None]
-
-
-def similarity(word: str, correction: str) -> float:
-    """Lucene's fuzzy boost of a term: 1 - edits / the shorter length (FuzzyTermsEnum)."""
-    return 1.0 - OSA.distance(word, correction) / min(len(word), len(correction))
 
 
 class Vocabulary:
