@@ -21,8 +21,18 @@ batch gives CPU milliseconds per request; wall milliseconds per request beside i
     legs_no_prefix            without the last word's prefix clause, legs_no_fuzzy without
                               the fuzzy clauses (the prefix clause kept)
     legs_typos_constant       the typo clauses scoring a constant (before #35 weighed them)
-    legs_boards_inline        both legs with the caller's boards inline, not looked up from
-                              the visibility document (the terms lookup per leg)
+    legs_typos_expanded       each fuzzy clause replaced by `term` clauses over the corrections
+                              the engine's own rewrite reaches (read once beforehand through
+                              `_validate/query?rewrite=true`), the word's own stem left out:
+                              what the legs would cost if the service held each word's
+                              corrections; legs_typos_expanded_stems keeps the words sharing
+                              the word's stem (whose items the `must_not` drops anyway)
+    legs_boards_inline        both legs with the caller's boards inline and no check of the
+                              visibility document at all (no lookup, no check search)
+    legs_boards_lookup        both legs looking the boards up in the visibility document on
+                              every shard, as every search did before a service kept the boards
+                              a document stood for at its last check (suli_legs sends them
+                              inline, checked in the same request)
     legs_depth_half           both legs at half the candidate depth (the hits' doc values)
     suli_page                 the page as Suli reads it: `_mget` by id from the shard copies
                               holding it, with the caller's visibility document
@@ -46,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -58,6 +69,7 @@ from bench.native_hybrid import PIPELINE, highlight, hybrid_body, put_rrf_pipeli
 from bench.replay import loaded_run, recorded, report
 from bench.scale_cluster.concurrency import has_native_hybrid
 from bench.scale_cluster.size import SizeRun
+from suli import analysis
 from suli.backends.base import LegQuery, PageQuery
 from suli.backends.opensearch import bodies
 from suli.visibility import visibility_for
@@ -98,6 +110,12 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
 
     inline = visibility_for(run.principal, be.acls(WORKSPACE))  # no stored document
 
+    def looked_up(call: Callable[[], Any]) -> Any:
+        # As every search was sent before the boards were known between searches: the legs
+        # look them up in the visibility document, on every shard.
+        be.reads._known.data.clear()
+        return call()
+
     def no_typos(call: Callable[[], Any]) -> Any:
         with mock.patch.object(bodies, "typo_clauses", lambda text, flavour: []):
             return call()
@@ -128,8 +146,85 @@ def kinds(run: SizeRun, texts: list[str], vecs: Any, legs: list[LegQuery],
         with mock.patch.object(bodies, "typo_clauses", some):
             return call()
 
+    expansions: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    stems: dict[tuple[str, str], list[tuple[str, float]]] = {}
+
+    def expand(word: str, field: str) -> list[tuple[str, float]]:
+        # The corrections the engine's fuzzy query reaches on every shard (its own rewrite,
+        # read once through `_validate/query?rewrite=true`), the word's own stem left out.
+        key = (word, field)
+        if key not in expansions:
+            fuzzy = {
+                "fuzzy": {
+                    field: {
+                        "value": word,
+                        "fuzziness": f"AUTO:{bodies.FUZZY_MIN_CHARS},{bodies.TWO_EDITS_CHARS}",
+                        "prefix_length": bodies.PREFIX_LENGTH,
+                        "transpositions": True,
+                        "rewrite": f"top_terms_{bodies.TYPO_TERMS}",
+                    }
+                }
+            }
+            got = be.client.indices.validate_query(
+                index=run.alias,
+                body={"query": fuzzy},
+                params={"rewrite": "true", "all_shards": "true"},
+            )
+            terms: dict[str, float] = {}
+            for ex in got["explanations"]:
+                for m in re.finditer(
+                    r"\(?" + re.escape(field) + r":(\S+?)\)?(?:\^([0-9.]+))?(?: |$)",
+                    ex["explanation"],
+                ):
+                    terms[m.group(1)] = float(m.group(2) or 1.0)
+            own = analysis.english_term(word) if field == "content.plain" else word
+            stems[key] = [
+                (t, b)
+                for t, b in sorted(terms.items())
+                if (analysis.english_term(t) if field == "content.plain" else t) == own
+            ]
+            expansions[key] = [
+                (t, b)
+                for t, b in sorted(terms.items())
+                if (analysis.english_term(t) if field == "content.plain" else t) != own
+            ]
+        return expansions[key]
+
+    def typos_expanded(call: Callable[[], Any], keep_stem: bool = False) -> Any:
+        real = bodies.typo_clauses
+        if not expansions:  # on the warm-up's first request: every query's, as a service
+            for leg in legs:  # would hold them, read before any timed request
+                for clause in real(leg.text or "", leg.text_fields):
+                    inner = clause["bool"]["must"][0].get("multi_match")
+                    for f in inner["fields"] if inner else ():
+                        expand(inner["query"], f)
+
+        def expanded(text: str, flavour: Any) -> list[dict[str, Any]]:
+            out = real(text, flavour)
+            for clause in out:
+                inner = clause["bool"]["must"][0]
+                if "multi_match" not in inner:
+                    continue
+                word = inner["multi_match"]["query"]
+                terms = [
+                    {"term": {f: {"value": t, "boost": b}}}
+                    for f in inner["multi_match"]["fields"]
+                    for t, b in expand(word, f) + (stems.get((word, f), []) if keep_stem else [])
+                ]
+                clause["bool"]["must"][0] = {"bool": {"should": terms or [{"match_none": {}}]}}
+            return out
+
+        with mock.patch.object(bodies, "typo_clauses", expanded):
+            return call()
+
     out: dict[str, Kind] = {
+        "legs_typos_expanded": (lambda i: typos_expanded(lambda: be.search(legs[i])), len(legs)),
+        "legs_typos_expanded_stems": (
+            lambda i: typos_expanded(lambda: be.search(legs[i]), keep_stem=True),
+            len(legs),
+        ),
         "suli_legs": (lambda i: be.search(legs[i]), len(legs)),
+        "legs_boards_lookup": (lambda i: looked_up(lambda: be.search(legs[i])), len(legs)),
         "suli_legs_exact": (lambda i: be.search(replace(legs[i], count_to=None)), len(legs)),
         "suli_page": (lambda i: be.page(pages[i]), len(pages)),
         "suli_page_searched": (
@@ -226,6 +321,19 @@ def measure(run: SizeRun, sides: dict[str, Kind], rounds: int) -> dict[str, Any]
     return out
 
 
+def same_answers(sides: dict[str, Kind], one: str, other: str, n: int) -> dict[str, Any]:
+    """How many of the legs' requests answer the same hits, in the same order and with the
+    same scores, sent as `one` and as `other` (when both kinds ran)."""
+    if one not in sides or other not in sides:
+        return {}
+
+    def hits(r: Any) -> list[tuple[str, float]]:
+        return [(h.id, round(h.score, 5)) for h in (*r.text, *r.vector)]
+
+    same = sum(hits(sides[one][0](i)) == hits(sides[other][0](i)) for i in range(n))
+    return {f"{other}_same_hits_as_{one}": f"{same}/{n}"}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     def only(ap: argparse.ArgumentParser) -> None:
         ap.add_argument("--kinds", nargs="+", help="these kinds only (default: every kind)")
@@ -255,6 +363,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "native": native,
         "load_avg_before": load_before,
         **measure(run, sides, args.rounds),
+        **same_answers(sides, "suli_legs", "legs_typos_expanded", len(legs)),
         "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
     return report("bench.engine_cpu", args, argv, got)

@@ -8,9 +8,11 @@ connection's `perform_request`): nothing stands in for the engine.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from opensearchpy import OpenSearch
@@ -44,6 +46,8 @@ SEARCH = ["POST _msearch", "POST _mget"]  # the legs, then the page by id
 # visibility anew (its check, the ACLs, the page) rather than trust the legs' boards.
 FALLBACK = ["POST _msearch", "POST _search", "POST _msearch", "POST _mget", "POST _msearch",
             "POST _search", "POST _search"]  # fmt: skip
+# Boards known from an earlier search, sent inline, found changed by the check: the legs again.
+AGAIN = ["POST _msearch", *SEARCH]
 ITEMS = [
     item("itm_a", "Quokka runbook", board="brd_a"),
     item("itm_b", "Quokka budget", board="brd_b"),
@@ -112,7 +116,9 @@ def test_each_kind_of_write_applies_to_the_very_next_query(world: World) -> None
     b.put_acls([acl("brd_b", ["prn_a"])])  # ACL add
     assert seen(world, "prn_a") == ({"itm_a", "itm_b", "itm_w"}, SEARCH)
     b.put_acls([acl("brd_b", [], ["grp_x"])])  # ACL remove (and a group grant)
-    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
+    # prn_a's boards were known from its last search: sent inline, found changed by the
+    # check in the same request, and the legs asked again with the document's.
+    assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, AGAIN)
     assert seen(world, "prn_g")[0] == {"itm_b", "itm_w"}
     b.put_principals([principal("prn_g")])  # group change: out of grp_x
     assert seen(world, "prn_g") == ({"itm_w"}, SEARCH)
@@ -357,3 +363,39 @@ def test_a_page_read_refused_on_every_node_is_searched_instead(world: World) -> 
             conn.__dict__.pop("perform_request", None)  # counting's exit took it already
     assert {r.id for r in resp.results} == {"itm_a", "itm_w"}
     assert sent[:2] == SEARCH and "POST _msearch" in sent[2:]  # the page searched after
+
+
+def test_known_boards_go_inline_and_a_change_asks_the_legs_again(world: World) -> None:
+    """Once a search has checked a principal's document, the next one sends its boards inline
+    (no terms lookup on every shard) and checks the document in the same request: when it
+    says other boards now, the legs are asked again with them, never answered from the old."""
+    b = backend(world)
+    real = b.client.msearch
+    sent_bodies: list[str] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        sent_bodies.append(json.dumps(kwargs.get("body")))
+        return real(*args, **kwargs)
+
+    def looked_up() -> list[bool]:
+        return ['"path": "board"' in body for body in sent_bodies]
+
+    with mock.patch.object(b.client, "msearch", side_effect=spy):
+        assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
+        assert looked_up() == [True]  # not known yet: the engine looks the boards up
+        sent_bodies.clear()
+        assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
+        assert looked_up() == [False]  # known: inline, checked in the same request
+        sent_bodies.clear()
+        b.put_acls([acl("brd_b", ["prn_a"])])  # a grant
+        ids, sent = seen(world, "prn_a")
+        assert ids == {"itm_a", "itm_b", "itm_w"}
+        assert sent == AGAIN  # the legs asked again with the new boards
+        assert looked_up() == [False, False]
+        sent_bodies.clear()
+        b.put_acls([acl("brd_a", [])])  # a revoke
+        resp = world.searcher.search(world.who("prn_a"), _req(facets=True, exact_total=True))
+        assert {r.id for r in resp.results} == {"itm_b", "itm_w"}
+        assert resp.total == 2  # counted by the legs asked again, not the old boards'
+        assert resp.facets is not None and "brd_a" not in str(resp.facets)
+        assert "brd_b" in str(resp.facets)

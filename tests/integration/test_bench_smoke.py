@@ -143,8 +143,13 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         "legs_no_prefix",
         "legs_no_fuzzy",
         "legs_typos_constant",
+        "legs_typos_expanded",
+        "legs_typos_expanded_stems",
+        "legs_boards_lookup",
     ):
         assert cpu[kind]["wall_ms_median"] > 0, kind
+    # Corrections sent as the terms the engine's rewrite reaches answer as the fuzzy clauses do.
+    assert cpu["legs_typos_expanded_same_hits_as_suli_legs"] == "8/8"
     # Candidate depth: every query with a page counted, each share a fraction.
     assert 0 < depth["queries"] <= 8 and set(depth["depths"]) == {"25", "50", "75"}
     for d in depth["depths"].values():

@@ -35,7 +35,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from suli.backends.base import TextFields
-from suli.backends.embedded.lru import Lru
+from suli.lru import Lru
 from suli.backends.embedded.sql import (
     FTS_COLUMNS,
     FTS_TABLES,

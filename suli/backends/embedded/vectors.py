@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from suli.backends.embedded.lru import Lru
+from suli.lru import Lru
 from suli.backends.embedded.typos import Vocabulary
 
 IntArray = npt.NDArray[np.int64]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -31,10 +32,15 @@ from suli.backends.opensearch.visibility import VisibilityUpkeep
 from suli.backends.opensearch.workspaces import Workspaces
 from suli.cursor import MAX_FROM
 from suli.errors import BackendUnavailable, InvalidInput, SuliError
+from suli.lru import Lru
 from suli.models import Filters, Item
 from suli.visibility import Visibility, can_see, visibility_for
 
 log = logging.getLogger(__name__)
+
+
+# The stored documents (principals' and tokens') whose boards a service keeps between searches.
+KNOWN_VISIBILITIES = 4096
 
 
 class Reads:
@@ -54,19 +60,18 @@ class Reads:
         self.workspaces = workspaces
         # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
         self.text_form = bodies.TEXT_FORM
+        # The visibility each stored document (a principal's or a token's) stood for when a
+        # search last checked it. The next search by it sends these boards inline instead of
+        # the engine's terms lookups (each leg, on every shard), and checks the document in
+        # the same request as before: legs whose boards turn out to differ are asked again
+        # with the document's, so no answer is built from an old one (DESIGN 2).
+        self._known: Lru[Visibility] = Lru(KNOWN_VISIBILITIES)
+        self._known_lock = threading.Lock()
 
     def search(self, query: LegQuery) -> LegResults:
-        legs: list[tuple[str, dict[str, Any]]] = []
-        if query.text is not None:
-            text_body = bodies.text_leg(query, self.text_form, self._anchor(query))
-            # Count the matches, not just the `depth` returned: all of them when the answer's
-            # `total` must be exact, else up to count_to (a lower bound past it, and the
-            # engine may skip what cannot reach the top: no exhaustive scoring).
-            text_body["track_total_hits"] = True if query.count_to is None else query.count_to
-            legs.append(("text", text_body))
-        if query.vector is not None:
-            vector_body = bodies.vector_leg(query, self.conn.settings.ef_search)
-            legs.append(("vector", vector_body))
+        known = self._known_vis(query.vis)
+        # With the boards known, the legs' filter holds them inline (no lookup).
+        legs = self._leg_bodies(query if known is None else replace(query, vis=known))
         if not legs:
             return LegResults()
         lines: list[dict[str, Any]] = []
@@ -103,15 +108,21 @@ class Reads:
             if answer.principal is None:  # the token's principal is gone: no session either
                 return LegResults(session=session)
             vis = answer.vis
+            self._remember(query.vis, vis)
             if vis is None:  # the token's copy is not current: these legs may not be used
                 acls = self.visibility.acls(answer.principal.workspace)
                 vis = visibility_for(answer.principal, acls)
                 redone = self.search(replace(query, vis=vis))
                 return replace(redone, vis=vis, session=session)
+            if known is not None and known != vis:  # sent with other boards: ask again
+                return replace(self.search(replace(query, vis=vis)), vis=vis, session=session)
         elif query.vis.stored is not None:
             vis = visdocs.resolved(query.vis, responses.pop(0))
+            self._remember(query.vis, vis)
             if vis is None:  # no current document: these legs may not be used; as before
                 vis = self.visibility.from_acls(query.vis)
+                return replace(self.search(replace(query, vis=vis)), vis=vis)
+            if known is not None and known != vis:  # sent with other boards: ask again
                 return replace(self.search(replace(query, vis=vis)), vis=vis)
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
@@ -186,6 +197,37 @@ class Reads:
             vis,
             session=session,
         )
+
+    def _leg_bodies(self, query: LegQuery) -> list[tuple[str, dict[str, Any]]]:
+        """The legs' search bodies, by leg name."""
+        legs: list[tuple[str, dict[str, Any]]] = []
+        if query.text is not None:
+            text_body = bodies.text_leg(query, self.text_form, self._anchor(query))
+            # Count the matches, not just the `depth` returned: all of them when the answer's
+            # `total` must be exact, else up to count_to (a lower bound past it, and the
+            # engine may skip what cannot reach the top: no exhaustive scoring).
+            text_body["track_total_hits"] = True if query.count_to is None else query.count_to
+            legs.append(("text", text_body))
+        if query.vector is not None:
+            vector_body = bodies.vector_leg(query, self.conn.settings.ef_search)
+            legs.append(("vector", vector_body))
+        return legs
+
+    def _known_vis(self, vis: Visibility) -> Visibility | None:
+        """The visibility the stored document behind `vis` stood for at its last check."""
+        if vis.stored is None:
+            return None
+        with self._known_lock:
+            return self._known.get((vis.stored,))
+
+    def _remember(self, asked: Visibility, found: Visibility | None) -> None:
+        """What the stored document behind `asked` stands for now (None: it cannot be used)."""
+        assert asked.stored is not None
+        with self._known_lock:
+            if found is None:
+                self._known.data.pop((asked.stored,), None)
+            else:
+                self._known.put((asked.stored,), found)
 
     def _anchor(self, query: LegQuery) -> list[Any] | None:
         """The sort values the text leg continues after: those of the hit `text_after` names,

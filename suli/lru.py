@@ -1,4 +1,5 @@
-"""A small least-recently-used map, for what the embedded store keeps per generation."""
+"""A small least-recently-used map (the embedded store's per-generation reads, the OpenSearch
+backend's boards known per visibility document)."""
 
 from __future__ import annotations
 
