@@ -1,6 +1,7 @@
 """Where the two word legs part: FTS5's bm25() replayed in Python on the embedded store's own
 tokens, then moved one difference at a time towards Lucene's BM25 as OpenSearch scores the
-text leg (TEXT_FORM: the combined `content` field + title^0.25, k1 1.2, b from the mapping).
+text leg (bodies.exact_match: the combined `content` field + title^0.25, k1 1.2, b from the
+mapping).
 
     SULI_NFCORPUS=... SULI_OPENSEARCH_URL=... python -m bench.agreement_text --split test
 
@@ -163,7 +164,7 @@ LUCENE = dict(lucene_idf=True, b=0.6, title_weight=1.0, title_field=0.25, no_sto
 def variants() -> dict[str, dict[str, Any]]:
     out = {
         "fts5": FTS5,
-        # What the store ships now (sql.BM25_WEIGHTS): vs_embedded 1.0 checks the replay.
+        # What the store ships now (sql.bm25_call): vs_embedded 1.0 checks the replay.
         "fts5 as shipped: title weight 1 + 0.3 x title-only bm25()": {
             **FTS5, "title_weight": 1.0, "title_row": 0.3},
     }  # fmt: skip

@@ -18,16 +18,17 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import mappings
 from bench.nfcorpus import WORKSPACE, load_qrels, load_queries
+from bench.text_forms import SHIPPED, TextForm, embedded_title_boost, opensearch_form
 from suli.backends.base import Backend, LegQuery
-from suli.backends.opensearch.bodies import TextForm
 from suli.embedding import Embedder
 from suli.evaluation import mean_metrics
 from suli.models import Filters, Principal
@@ -39,7 +40,7 @@ from suli.visibility import visibility_for
 TUNE_SPLIT = "dev"
 RESULTS = Path(__file__).parent / "results"
 
-# Text-leg values per backend. OpenSearch forms: see suli.backends.opensearch.bodies.TextForm.
+# Text-leg values per backend. OpenSearch forms: see bench.text_forms.TextForm.
 OPENSEARCH_TEXT_GRID: dict[str, tuple[Any, ...]] = {
     "form": (
         TextForm("most_fields"),
@@ -55,7 +56,7 @@ OPENSEARCH_TEXT_GRID: dict[str, tuple[Any, ...]] = {
 # OpenSearch parameters that change the vector leg, not the text leg (each leg is fetched again
 # only when its own parameters change).
 VECTOR_PARAMS = frozenset({"ef_search"})
-# Embedded: the weight of the title-only bm25() added to the row's (sql.Bm25Weights; the
+# Embedded: the weight of the title-only bm25() added to the row's (sql.TITLE_BOOST; the
 # columns stay 1, tags 2), as OpenSearch adds its title field to `content`. DESIGN 3.1 boosts
 # the title, so neither grid has an unboosted title.
 EMBEDDED_TEXT_GRID: dict[str, tuple[Any, ...]] = {
@@ -168,12 +169,13 @@ def _jsonable(v: Any) -> Any:
 
 @dataclass
 class Subject:
-    """One backend under tuning: how to set its text parameters and fetch its legs."""
+    """One backend under tuning: how to fetch its legs at a point of its text parameters
+    (`apply(p)`: a block inside which the backend answers as p says)."""
 
     name: str
     backend: Backend
     grid: dict[str, tuple[Any, ...]]
-    apply: Callable[[dict[str, Any]], None]
+    apply: Callable[[dict[str, Any]], AbstractContextManager[None]]
     defaults: dict[str, Any]
 
     def keys(self, p: Mapping[str, Any]) -> tuple[str, str]:
@@ -324,13 +326,13 @@ def tune(
         """Both legs of every dev query at point p (each fetched once per its own parameters)."""
         tkey, vkey = s.keys(p)
         if tkey not in cache or vkey not in cache:
-            s.apply(p)
-        t0 = time.perf_counter()
-        if vkey not in cache:
-            cache[vkey] = fetch_vectors(s.backend, qvecs, queries, fetch_depth)
-        if tkey not in cache:
-            cache[tkey] = fetch_text(s.backend, queries, fetch_depth)
-            log(f"  {s.name} {_jsonable(p)} fetched in {time.perf_counter() - t0:.0f}s")
+            t0 = time.perf_counter()
+            with s.apply(p):
+                if vkey not in cache:
+                    cache[vkey] = fetch_vectors(s.backend, qvecs, queries, fetch_depth)
+                if tkey not in cache:
+                    cache[tkey] = fetch_text(s.backend, queries, fetch_depth)
+                    log(f"  {s.name} {_jsonable(p)} fetched in {time.perf_counter() - t0:.0f}s")
         return {q: (cache[tkey][q], cache[vkey][q]) for q in queries}
 
     for s in subjects:
@@ -356,7 +358,6 @@ def tune(
         log(f"{s.name}: text leg on {split}")
         raw: list[dict[str, Any]] = []
         point, best = descend(s.defaults, s.grid, score_text, raw, TEXT_ROUNDS)
-        s.apply(point)
         chosen_text[s.name] = point
         report["trials"][s.name] = [
             {**_jsonable(r["point"]), "hybrid+text_ndcg@10": round(r["score"], 4), **t}
@@ -396,13 +397,12 @@ def tune(
             ("baseline", s.defaults, fusion_start),
             ("chosen", chosen_text[s.name], fusion),
         ):
-            s.apply(text_p)
-            text = fetch_text(s.backend, test_queries, fetch_depth)
-            vec = fetch_vectors(s.backend, tvecs, test_queries, fetch_depth)
+            with s.apply(text_p):
+                text = fetch_text(s.backend, test_queries, fetch_depth)
+                vec = fetch_vectors(s.backend, tvecs, test_queries, fetch_depth)
             legs = {q: (text[q], vec[q]) for q in test_queries}
             test[s.name][label] = figures(legs, test_qrels, fusion_p)
             hybrid_top[f"{s.name}:{label}"] = hybrid_runs(legs, fusion_p)
-        s.apply(chosen_text[s.name])
     if len(subjects) == 2:
         a, b = (s.name for s in subjects)
         test["top10_overlap"] = {
@@ -433,15 +433,17 @@ def mapping_bm25() -> tuple[float, float]:
 
 
 def opensearch_subject(backend: Any) -> Subject:
-    """The OpenSearch backend; k1/b are set on the closed index (norms do not depend on them)."""
+    """The OpenSearch backend; k1/b are set on the closed index (norms do not depend on them)
+    and ef_search in its settings, both left as the last point set them; the text form holds
+    inside the block only (bench.text_forms)."""
     from indexer.inventory import live_index
 
     client = backend.client
     index = live_index(client, backend.alias)
     assert index, f"no index behind {backend.alias}"
 
-    def apply(p: dict[str, Any]) -> None:
-        backend.text_form = p["form"]
+    @contextmanager
+    def apply(p: dict[str, Any]) -> Iterator[None]:
         if backend.settings.ef_search != p["ef_search"]:
             backend.settings = backend.settings.model_copy(update={"ef_search": p["ef_search"]})
         k1, b = p["bm25"]
@@ -455,6 +457,8 @@ def opensearch_subject(backend: Any) -> Subject:
             finally:
                 client.indices.open(index=index, wait_for_active_shards=1)
                 client.cluster.health(index=index, wait_for_status="yellow", request_timeout=60)
+        with opensearch_form(p["form"]):
+            yield
 
     return Subject(
         "opensearch",
@@ -462,7 +466,7 @@ def opensearch_subject(backend: Any) -> Subject:
         OPENSEARCH_TEXT_GRID,
         apply,
         {
-            "form": backend.text_form,
+            "form": SHIPPED,
             "bm25": mapping_bm25(),
             "ef_search": backend.settings.ef_search,
         },
@@ -471,17 +475,15 @@ def opensearch_subject(backend: Any) -> Subject:
 
 def embedded_subject(backend: Any) -> Subject:
     """The embedded store; FTS5's bm25() takes column weights, its k1/b are fixed."""
-    from dataclasses import replace
-
     from suli.backends.embedded import sql as embedded_sql
 
-    def apply(p: dict[str, Any]) -> None:
-        backend.bm25_weights = replace(embedded_sql.BM25_WEIGHTS, title_boost=p["title_boost"])
+    def apply(p: dict[str, Any]) -> AbstractContextManager[None]:
+        return embedded_title_boost(p["title_boost"])
 
     return Subject(
         "embedded",
         backend,
         EMBEDDED_TEXT_GRID,
         apply,
-        {"title_boost": embedded_sql.BM25_WEIGHTS.title_boost},
+        {"title_boost": embedded_sql.TITLE_BOOST},
     )

@@ -54,7 +54,7 @@ def timed(run: SizeRun) -> dict[str, Any]:
         page = pages.get(q)
         if page is None:  # the legs found nothing: no page fetch
             return legs
-        made = bodies.page_bodies(replace(page, vis=vis), run.backend.text_form)
+        made = bodies.page_bodies(replace(page, vis=vis))
         if page.replacements:
             made.append(bodies.ids_body(vis, list(page.replacements), source=["id"]))
         return client.msearch(body=[x for b in made for x in ({"index": alias}, b)])

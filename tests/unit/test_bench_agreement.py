@@ -50,7 +50,6 @@ def test_ties_by_id_orders_equal_scores_by_item_id() -> None:
 def test_bm25_adds_a_title_only_call_as_opensearch_adds_its_title_field() -> None:
     expr = sql.bm25_call("fts_stem")
     cols = ", ".join("1" if c == "title" else "0" for c in sql.FTS_COLUMNS)
-    assert f"{sql.BM25_WEIGHTS.title_boost:g} * bm25(fts_stem, {cols})" in expr
-    assert sql.BM25_WEIGHTS.columns[sql.FTS_COLUMNS.index("title")] == 1.0
-    plain = sql.Bm25Weights(sql.BM25_WEIGHTS.columns, 0.0)
-    assert sql.bm25_call("t", plain) == "bm25(t, 1, 1, 1, 1, 2)"
+    assert expr == f"(bm25(fts_stem, 1, 1, 1, 1, 2) + 0.3 * bm25(fts_stem, {cols}))"
+    assert sql.BM25_COLUMNS[sql.FTS_COLUMNS.index("title")] == 1.0
+    assert sql.bm25_call("t", title=False) == "bm25(t, 1, 1, 1, 1, 2)"

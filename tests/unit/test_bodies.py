@@ -100,21 +100,14 @@ def test_facets_over_a_search_use_the_text_legs_own_query() -> None:
     assert "aggs" not in b.facets_body(VIS, FILTERS, match, cap=0)  # a count only
 
 
-def test_text_forms() -> None:
-    """The content form scores the combined field (plus path, plus a title boost when set);
-    the per-field forms keep the v3 field lists for bench.quality --tune to compare."""
-
-    def fields(form: b.TextForm, flavour: str = "stemmed") -> tuple[str, list[str]]:
-        mm = b.text_match("x", flavour, form)["multi_match"]  # type: ignore[arg-type]
-        return mm["type"], mm["fields"]
-
-    assert fields(b.TextForm("content", 0.0)) == ("most_fields", ["content", "path"])
-    assert fields(b.TextForm("content", 0.5), "plain") == (
-        "most_fields",
-        ["content.plain", "title.plain^0.5", "path.plain"],
-    )
-    assert fields(b.TextForm("cross_fields")) == ("cross_fields", b.TEXT_FIELDS["stemmed"])
-    assert fields(b.TextForm("most_fields"), "plain") == ("most_fields", b.TEXT_FIELDS["plain"])
+def test_the_exact_words_are_the_combined_field_the_title_and_the_path() -> None:
+    """The one form the product builds (bench/text_forms.py builds the sweep's others)."""
+    for flavour, fields in (
+        ("stemmed", ["content", "title^0.25", "path"]),
+        ("plain", ["content.plain", "title.plain^0.25", "path.plain"]),
+    ):
+        mm = b.exact_match("x", flavour)["multi_match"]  # type: ignore[arg-type]
+        assert (mm["type"], mm["fields"]) == ("most_fields", fields)
 
 
 def test_a_refused_leg_is_named_by_its_root_cause() -> None:

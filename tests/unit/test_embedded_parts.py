@@ -5,14 +5,12 @@ over one file."""
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from suli.backends.base import Directory, ItemIndex, LegQuery, PageQuery
 from suli.backends.embedded import EmbeddedBackend
-from suli.backends.embedded import sql as q
 from suli.backends.embedded.db import StoreFile
 from suli.backends.embedded.directory import EmbeddedDirectory
 from suli.backends.embedded.items import ItemStore
@@ -95,10 +93,6 @@ def test_the_backend_composes_both_parts_over_one_file(tmp_path: Path) -> None:
     assert backend.items.db is backend.directory.db is backend.db
     assert (backend.path, backend.dimension, backend.model) == (tmp_path / "suli.db", DIM, "m")
     assert backend.stored_model == "m" and backend.check_model
-
-    weights = replace(q.BM25_WEIGHTS, title_boost=0.5)
-    backend.bm25_weights = weights  # what bench.tuning does: the text leg reads them
-    assert backend.items.bm25_weights == weights == backend.bm25_weights
 
     # What one part writes the other reads through the backend: one file.
     backend.directory.put_acls([BoardAcl("brd_1", "ws", "One", ("prn_a",))])

@@ -6,7 +6,6 @@ Clients are built but never asked anything (nothing listens on the URL)."""
 from __future__ import annotations
 
 from suli.backends.opensearch import OpenSearchBackend
-from suli.backends.opensearch.bodies import TextForm
 from suli.backends.opensearch.client import Connection
 from suli.backends.opensearch.indices import Indices, index_body
 from suli.backends.opensearch.workspaces import Workspaces, workspace_alias
@@ -61,13 +60,12 @@ def test_the_backend_composes_its_parts_over_one_connection() -> None:
     assert (backend.client, backend.alias, backend.acl_index) == (conn.client, "items", "items-acl")
     assert (backend.dimension, backend.model, backend.isolated) == (8, "m", True)
 
-    backend.text_form = TextForm("content", 0.0)
     backend.settings = backend.settings.model_copy(update={"ef_search": 50})
     assert backend.reads.conn.settings.ef_search == 50  # what the vector leg is sent with
     view = backend.for_workspace("ws_a")
     assert view.conn is not conn and view.client is backend.client
     assert view.alias == workspace_alias("items", "ws_a") and not view.isolated
     assert view.reads.conn is view.conn and view.writes.indices is view.indices
-    assert view.text_form == TextForm("content", 0.0)
+    assert view.settings.ef_search == 50  # the view searches as the backend does
     assert backend.alias == "items"  # the backend itself is unchanged
     backend.close()

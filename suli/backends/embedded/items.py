@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -56,8 +55,6 @@ class ItemStore:
     def __init__(self, db: StoreFile) -> None:
         self.db = db
         self._cache = StoreCache(db.dimension)
-        # FTS5 column weights; bench.quality --tune swaps them to measure others.
-        self.bm25_weights = q.BM25_WEIGHTS
 
     @property
     def dimension(self) -> int:
@@ -213,7 +210,7 @@ class ItemStore:
         # `ORDER BY rank`. Every match is scored to rank them, so a later text-mode window
         # (its offset) costs what a keyset would.
         rows = c.execute(
-            f"""SELECT f.rowid, {q.bm25_call(table, self.bm25_weights)} AS s
+            f"""SELECT f.rowid, {q.bm25_call(table)} AS s
                 FROM {table} f JOIN items i ON i.rowid = f.rowid
                 WHERE {table} MATCH ? AND {where} ORDER BY s, f.rowid LIMIT ?""",
             [expr, *params, limit],
@@ -233,10 +230,10 @@ class ItemStore:
         parts: list[str] = []
         params: list[Any] = []
         if tm.exact is not None:
-            bm25 = q.bm25_call(table, self.bm25_weights)
+            bm25 = q.bm25_call(table)
             parts.append(f"SELECT rowid AS r, {bm25} AS s FROM {table} WHERE {table} MATCH ?")
             params.append(tm.exact)
-        bm25 = q.bm25_call(plain, replace(self.bm25_weights, title_boost=0.0))
+        bm25 = q.bm25_call(plain, title=False)
         for word, groups in tm.corrected:
             for sim, expr in groups:
                 parts.append(

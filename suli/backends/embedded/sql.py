@@ -6,7 +6,6 @@ import json
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 from typing import Any
@@ -32,29 +31,21 @@ TOKENIZERS: dict[TextFields, str] = {
 FTS_COLUMNS = ("title", "body", "caption", "path", "tags_text")
 
 
-@dataclass(frozen=True, slots=True)
-class Bm25Weights:
-    """What the word leg's bm25_call weighs: the columns, and a title-only term added."""
-
-    columns: tuple[float, ...]  # in FTS_COLUMNS order
-    title_boost: float  # the weight of bm25() over the title column alone; 0: none
-
-
-# The title counts as the body does inside the row: OpenSearch's text leg (bodies.TEXT_FORM)
-# scores the title unweighted inside its combined `content` field and boosts it apart, by
-# 0.25 x BM25 over the title field alone; bm25_call adds the same kind of term. A title
+# FTS5's bm25() column weights of the word leg, in FTS_COLUMNS order. The title counts as the
+# body does inside the row: OpenSearch's text leg (bodies.exact_match) scores the title
+# unweighted inside its combined `content` field and boosts it apart, by bodies.TITLE_BOOST x
+# BM25 over the title field alone; bm25_call adds the same kind of term (TITLE_BOOST). A title
 # weight of 1.25 inside the row instead (the form before) parted the backends' word legs on
 # 14 % of their NFCorpus top 10, the largest single cause (bench/agreement_text.py).
+BM25_COLUMNS = tuple(
+    1.0 if c == "title" else FIELD_WEIGHTS["tags" if c == "tags_text" else c] for c in FTS_COLUMNS
+)
 # The title-only term's weight: OpenSearch's 0.25 is over a field normalised by the titles'
 # own length; FTS5 normalises the title-only bm25() by the whole row's, so the same words
 # weigh less and a little more weight makes up for it. 0.3 was chosen on NFCorpus dev among
 # 0.15-0.35 (`python -m bench.agreement`: hybrid top-10 agreement 92.1 %, nDCG@10 0.3295,
 # against 92.0 % and 0.3288 at 0.25, and 90.1 % and 0.3297 with the title at 1.25 in the row).
-BM25_WEIGHTS = Bm25Weights(
-    tuple(1.0 if c == "title" else FIELD_WEIGHTS["tags" if c == "tags_text" else c]
-          for c in FTS_COLUMNS),
-    0.3,
-)  # fmt: skip
+TITLE_BOOST = 0.3
 # bm25()'s weights that keep the title column alone.
 TITLE_ONLY = tuple(1.0 if c == "title" else 0.0 for c in FTS_COLUMNS)
 # The facets of opensearch_bodies.FACET_FIELDS, in the same order.
@@ -299,9 +290,9 @@ def quote_word(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def bm25_call(table: str, weights: Bm25Weights = BM25_WEIGHTS) -> str:
-    """FTS5's bm25() with the column weights, plus `weights.title_boost` x bm25() of the title
-    column alone (negative: lower is better).
+def bm25_call(table: str, title: bool = True) -> str:
+    """FTS5's bm25() with the column weights (BM25_COLUMNS), plus, with `title`, TITLE_BOOST x
+    bm25() of the title column alone (negative: lower is better).
 
     FTS5 fixes k1 = 1.2 and b = 0.75, and scores the weighted column counts against the whole
     row's length (BM25F-like). OpenSearch's text leg adds BM25 over the title field to the
@@ -310,11 +301,11 @@ def bm25_call(table: str, weights: Bm25Weights = BM25_WEIGHTS) -> str:
     Against OpenSearch's word leg on NFCorpus dev it brings the top-10 agreement from
     86.1 % to 90.4 % (bench/agreement.py).
     """
-    call = f"bm25({table}, {', '.join(f'{float(w):g}' for w in weights.columns)})"
-    if not weights.title_boost:
+    call = f"bm25({table}, {', '.join(f'{float(w):g}' for w in BM25_COLUMNS)})"
+    if not title:
         return call
-    title = f"bm25({table}, {', '.join(f'{w:g}' for w in TITLE_ONLY)})"
-    return f"({call} + {float(weights.title_boost):g} * {title})"
+    only = f"bm25({table}, {', '.join(f'{w:g}' for w in TITLE_ONLY)})"
+    return f"({call} + {float(TITLE_BOOST):g} * {only})"
 
 
 # ---- rows <-> items ---------------------------------------------------------------------------

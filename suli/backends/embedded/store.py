@@ -21,7 +21,6 @@ from suli.backends.base import (
 from suli.backends.embedded.db import StoreFile
 from suli.backends.embedded.directory import EmbeddedDirectory
 from suli.backends.embedded.items import ItemStore
-from suli.backends.embedded.sql import Bm25Weights
 from suli.models import BoardAcl, Filters, Item, Principal
 from suli.visibility import Visibility
 
@@ -73,15 +72,6 @@ class EmbeddedBackend:
     def stored_model(self) -> str:
         """The model the store's vectors come from (`suli reindex` reports it)."""
         return self.db.stored_model
-
-    @property
-    def bm25_weights(self) -> Bm25Weights:
-        """FTS5 column weights of the text leg (the item index's; bench.tuning swaps them)."""
-        return self.items.bm25_weights
-
-    @bm25_weights.setter
-    def bm25_weights(self, weights: Bm25Weights) -> None:
-        self.items.bm25_weights = weights
 
     def record_model(self) -> None:
         self.db.record_model()

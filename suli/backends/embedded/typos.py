@@ -35,7 +35,6 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from suli.backends.base import TextFields
-from suli.lru import Lru
 from suli.backends.embedded.sql import (
     FTS_COLUMNS,
     FTS_TABLES,
@@ -45,6 +44,7 @@ from suli.backends.embedded.sql import (
     quote_word,
     where,
 )
+from suli.lru import Lru
 from suli.models import Filters
 from suli.text import (
     ENGLISH_STOPWORDS,

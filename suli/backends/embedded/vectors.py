@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from suli.lru import Lru
 from suli.backends.embedded.typos import Vocabulary
+from suli.lru import Lru
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float32]

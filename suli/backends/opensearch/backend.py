@@ -21,7 +21,6 @@ from suli.backends.base import (
     Session,
     TokenInfo,
 )
-from suli.backends.opensearch.bodies import TextForm
 from suli.backends.opensearch.client import Connection
 from suli.backends.opensearch.directory import AclDirectory
 from suli.backends.opensearch.indices import Indices
@@ -58,7 +57,6 @@ class OpenSearchBackend:
         `suli reindex` and its rollback work on); clients are shared, not copied."""
         view = copy.copy(self)
         view._compose(self.workspaces.view(workspace))
-        view.text_form = self.text_form
         return view
 
     def workspace_views(self) -> list[Self]:
@@ -110,15 +108,6 @@ class OpenSearchBackend:
     @property
     def isolated(self) -> bool:
         return self.conn.isolated
-
-    @property
-    def text_form(self) -> TextForm:
-        """How the text leg scores fields (the reads part's; bench.tuning swaps it)."""
-        return self.reads.text_form
-
-    @text_form.setter
-    def text_form(self, form: TextForm) -> None:
-        self.reads.text_form = form
 
     # ---- indices -----------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ responses are read and written by suli.backends.opensearch.docs."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC
-from typing import Any, Literal
+from typing import Any
 
 from suli.backends.base import FACET_CAP, BrowseKey, LegQuery, MatchSet, PageQuery, TextFields
 from suli.backends.opensearch import visdocs
@@ -15,7 +15,6 @@ from suli.backends.opensearch.docs import item_to_doc as item_to_doc
 from suli.counting import own_filter_lifted, without_facet_filters
 from suli.models import Filters
 from suli.text import (
-    FIELD_WEIGHTS,
     FUZZY_MIN_CHARS,
     PREFIX_LENGTH,
     TWO_EDITS_CHARS,
@@ -25,54 +24,27 @@ from suli.text import (
 )
 from suli.visibility import Visibility
 
-_W = FIELD_WEIGHTS
-# Per-field lists for the `most_fields` and `cross_fields` forms (mapping v3's query, kept so
-# bench.quality --tune can measure them against the combined field).
-TEXT_FIELDS: dict[TextFields, list[str]] = {
-    "stemmed": [f"title^{_W['title']}", "body", "caption", "path", f"tags.text^{_W['tags']}"],
-    "plain": [
-        f"title.plain^{_W['title']}",
-        "body.plain",
-        "caption.plain",
-        "path.plain",
-        f"tags.plain^{_W['tags']}",
-    ],
-}
-# The combined field (title, body, caption and tags via copy_to) and the per-field companions
-# of the "content" form; `path` stays apart because its analyzer splits on / . _ -.
+# The text leg scores one combined field (title, body, caption and tags via copy_to), as FTS5
+# ranks the columns as one document, plus the title alone and the path, summed (`most_fields`);
+# `path` stays apart because its analyzer splits on / . _ -.
 CONTENT_FIELD: dict[TextFields, str] = {"stemmed": "content", "plain": "content.plain"}
 TITLE_FIELD: dict[TextFields, str] = {"stemmed": "title", "plain": "title.plain"}
 PATH_FIELD: dict[TextFields, str] = {"stemmed": "path", "plain": "path.plain"}
-TextFormKind = Literal["content", "most_fields", "cross_fields"]
+# The title field's boost on top of `content` (DESIGN 3.1: the title weighs more, mildly).
+# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md), against
+# 0.5, 1 and mapping v3's per-field forms, which bench/text_forms.py builds for the sweep.
+TITLE_BOOST = 0.25
 
 
-@dataclass(frozen=True, slots=True)
-class TextForm:
-    """How the text leg scores a document's fields (bench.quality --tune measures each).
-
-    content       BM25 over one combined field, like FTS5 ranks the columns as one document,
-                  plus title^title_boost (0: none) and path, summed
-    most_fields   BM25 per field, summed (mapping v3)
-    cross_fields  term-centric: each word scored in its best field with blended statistics
-    """
-
-    kind: TextFormKind = "content"
-    title_boost: float = 0.0
-
-
-# Chosen by `python -m bench.quality --tune` on NFCorpus dev (docs/decisions.md).
-TEXT_FORM = TextForm("content", 0.25)
-
-
-def exact_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+def exact_match(text: str, flavour: TextFields) -> dict[str, Any]:
     """The exact-word clause of the text leg. multi_match analyses the text; it never parses
     query syntax (unlike query_string)."""
-    if form.kind == "content":
-        fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
-        if form.title_boost > 0:
-            fields.insert(1, f"{TITLE_FIELD[flavour]}^{form.title_boost:g}")
-        return {"multi_match": {"query": text, "fields": fields, "type": "most_fields"}}
-    return {"multi_match": {"query": text, "fields": TEXT_FIELDS[flavour], "type": form.kind}}
+    fields = [
+        CONTENT_FIELD[flavour],
+        f"{TITLE_FIELD[flavour]}^{TITLE_BOOST:g}",
+        PATH_FIELD[flavour],
+    ]
+    return {"multi_match": {"query": text, "fields": fields, "type": "most_fields"}}
 
 
 # The last word's prefix (it may be half typed) is one constant-score clause of this weight.
@@ -135,9 +107,9 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     return out
 
 
-def text_match(text: str, flavour: TextFields, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+def text_match(text: str, flavour: TextFields) -> dict[str, Any]:
     """The scoring clause of the text leg: the exact words, or any of the typo clauses."""
-    exact = exact_match(text, flavour, form)
+    exact = exact_match(text, flavour)
     typos = typo_clauses(text, flavour)
     if not typos:
         return exact
@@ -282,9 +254,7 @@ def _lean(size: int) -> dict[str, Any]:
     }
 
 
-def text_leg(
-    q: LegQuery, form: TextForm = TEXT_FORM, after: Sequence[Any] | None = None
-) -> dict[str, Any]:
+def text_leg(q: LegQuery, after: Sequence[Any] | None = None) -> dict[str, Any]:
     """BM25 over title, body, caption, path and tags; user text goes in as plain words only.
 
     It starts after the sort values `after` (text_anchor's hit's), else at `q.text_offset`."""
@@ -293,7 +263,7 @@ def text_leg(
         **_lean(q.depth),
         "query": {
             "bool": {
-                "must": [text_match(q.text, q.text_fields, form)],
+                "must": [text_match(q.text, q.text_fields)],
                 "filter": filter_clauses(q.vis, q.filters, q.regex),
             }
         },
@@ -306,13 +276,13 @@ def text_leg(
     return body
 
 
-def text_anchor(q: LegQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+def text_anchor(q: LegQuery) -> dict[str, Any]:
     """The text leg narrowed to the hit it continues after (`q.text_after`, an item id): its
     sort values, as the engine scores it now, are where the leg's window starts. They are
     found here rather than carried by the cursor: a score moves with every tenant's
     documents, so a cursor holding one would tell the caller how many hold its words."""
     assert q.text_after is not None
-    body = text_leg(replace(q, depth=1, text_offset=0), form)
+    body = text_leg(replace(q, depth=1, text_offset=0))
     body["query"]["bool"]["filter"].append({"term": {"id": q.text_after}})
     return body
 
@@ -338,20 +308,20 @@ def vector_leg(q: LegQuery, ef_search: int | None = None) -> dict[str, Any]:
     return {**_lean(q.depth), "query": query}
 
 
-def page_bodies(q: PageQuery, form: TextForm = TEXT_FORM) -> list[dict[str, Any]]:
+def page_bodies(q: PageQuery) -> list[dict[str, Any]]:
     """The page's items under the caller's visibility and the search's filters, applied
     again (an item made invisible since the legs ran is simply absent), and the words' check
     where `total` needs it. Nothing is highlighted: the core makes the snippets."""
     out = [_page_body(q, list(q.ids))]
     if q.words_of:
-        out.append(words_body(q, form))
+        out.append(words_body(q))
     return out
 
 
 WORDS_AGG = "words"  # the words body's bucket of ids
 
 
-def words_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
+def words_body(q: PageQuery) -> dict[str, Any]:
     """Which of the meaning-only hits `q.words_of` the text leg's words match: its scoring
     clause (in filter context: nothing is scored) narrowed to those ids, the ids read back as
     one bucket each (`size` 0: no fetch phase; `map`: no global ordinals of the id field, which
@@ -366,7 +336,7 @@ def words_body(q: PageQuery, form: TextForm = TEXT_FORM) -> dict[str, Any]:
         "query": {
             "bool": {
                 "filter": [
-                    text_match(q.text, q.text_fields, form),
+                    text_match(q.text, q.text_fields),
                     {"terms": {"id": list(q.words_of)}},
                 ]
             }

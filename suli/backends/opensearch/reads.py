@@ -58,8 +58,6 @@ class Reads:
         self.visibility = visibility
         self.indices = indices
         self.workspaces = workspaces
-        # How the text leg scores fields; bench.quality --tune swaps it to measure the others.
-        self.text_form = bodies.TEXT_FORM
         # The visibility each stored document (a principal's or a token's) stood for when a
         # search last checked it. The next search by it sends these boards inline instead of
         # the engine's terms lookups (each leg, on every shard), and checks the document in
@@ -202,7 +200,7 @@ class Reads:
         """The legs' search bodies, by leg name."""
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
-            text_body = bodies.text_leg(query, self.text_form, self._anchor(query))
+            text_body = bodies.text_leg(query, self._anchor(query))
             # Count the matches, not just the `depth` returned: all of them when the answer's
             # `total` must be exact, else up to count_to (a lower bound past it, and the
             # engine may skip what cannot reach the top: no exhaustive scoring).
@@ -237,7 +235,7 @@ class Reads:
         if query.text is None or query.text_after is None:
             return None
         index = self.workspaces.items_index(query.vis.workspace)
-        body = bodies.text_anchor(query, self.text_form)
+        body = bodies.text_anchor(query)
         r = self.conn.search(body, "search", index, query.timeout_s, missing_ok=self.conn.isolated)
         hits = r["hits"]["hits"]
         if hits:
@@ -263,7 +261,7 @@ class Reads:
         wanted = list(dict.fromkeys(query.replacements))
 
         def make(vis: Visibility) -> list[dict[str, Any]]:
-            out = bodies.page_bodies(replace(query, vis=vis), self.text_form)
+            out = bodies.page_bodies(replace(query, vis=vis))
             if wanted:
                 out.append(bodies.ids_body(vis, wanted, source=["id"]))
             return out
