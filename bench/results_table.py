@@ -88,13 +88,17 @@ S1M_SAME = "scale_1m_20261202.jsonl"  # 100k and 1M on one cluster
 S1M = "scale_1m_merged_20261202.jsonl"  # 1M after the merge policy (6-7 segments a copy)
 SCALE_RECALL = "scale_cluster_20261201.jsonl"
 # The page by id, snippets in the core, free totals (issue 34): 3 nodes, 100k, two layouts.
-ENGINE_3P = "engine_cpu_100k_3p_20261205.json"  # 3 primaries + 1 replica
-ENGINE_1P = "engine_cpu_100k_1p_20261205.json"  # 1 primary + 2 replicas
-S100K_3P = "scale_100k_3p_session_after_20261205.jsonl"  # 16 clients, the session without ACLs
-S100K_3P_ONE = "scale_100k_3p_1client_20261205.jsonl"  # one client, same code
+# Known boards inline (section 26): the three layouts again.
+ENGINE_3P = "engine_cpu_100k_3p_inline_20261205.json"  # 3 primaries + 1 replica
+ENGINE_1P = "engine_cpu_100k_1p_inline_20261205.json"  # 1 primary + 2 replicas
+ENGINE_1N = "engine_cpu_100k_1node_20261205.json"  # one node, one shard
+S100K_3P = "scale_100k_3p_inline_20261205.jsonl"  # 16 clients
+S100K_3P_ONE = "scale_100k_3p_inline_1client_20261205.jsonl"  # one client, same code
+S100K_1P = "scale_100k_1p_inline_20261205.jsonl"  # 1 and 16 clients
+S100K_1N = "scale_100k_1node_20261205.jsonl"  # 1 and 16 clients
 LEG_PARTS = "engine_cpu_legparts_100k_3p_20261205.json"  # the legs by part, 3 primaries
+TYPO_LEVER = "engine_cpu_inline_100k_3p_20261205.json"  # corrections as terms, not fuzzy
 DEPTH_BOUND = "depth_bound_100k_20261205.json"
-S100K_1P = "scale_100k_1p_20261205.jsonl"
 SNIPPETS = "snippets_20261205.json"
 FIDELITY = "snippet_fidelity_20261205.txt"
 CORE = "core_cpu_100k_checked_20261202.json"
@@ -150,8 +154,17 @@ def _one_client_layout(name: str) -> tuple[str, str]:
 def _leg_parts() -> tuple[str, str]:
     e = raw(LEG_PARTS)
     ms = {k: e[k]["cpu_ms_median"] for k in e if isinstance(e[k], dict) and "cpu_ms_median" in e[k]}
-    names = ("suli_legs", "legs_no_typos", "legs_boards_inline", "legs_depth_half")
-    return " / ".join(f"{ms[k]:.1f}" for k in names) + " ms", "–"
+    legs = ms["suli_legs"]
+    cuts = (1 - ms[k] / legs for k in ("legs_boards_inline", "legs_depth_half"))
+    return " / ".join(f"−{c:.0%}" for c in cuts) + " of the legs' CPU", "–"
+
+
+def _typo_lever() -> tuple[str, str]:
+    e = raw(TYPO_LEVER)
+    ms = [e[k]["cpu_ms_median"] for k in ("suli_legs", "legs_typos_expanded",
+                                          "legs_typos_expanded_stems", "legs_no_typos")]  # fmt: skip
+    same = e["legs_typos_expanded_same_hits_as_suli_legs"]
+    return " / ".join(f"{m:.1f}" for m in ms) + f" ms; same hits {same}", "– (not shipped)"
 
 
 def _depth_bound() -> tuple[str, str]:
@@ -339,16 +352,23 @@ ROWS = (
         "replica, 100k", (S100K_3P,), lambda: _qps_layout(S100K_3P)),
     Row("Suli HTTP GET QPS / native, 16 clients, 3 nodes × 1 primary + 2 replicas, 100k",
         (S100K_1P,), lambda: _qps_layout(S100K_1P)),
+    Row("Suli HTTP GET QPS / native, 16 clients, 1 node, 1 shard, 100k", (S100K_1N,),
+        lambda: _qps_layout(S100K_1N)),
     Row("the same at 1M, 3 primaries (before the page by id; merge policy: 6–7 segments a "
         "shard copy)", (S1M,), lambda: _qps(S1M, 1_000_000)),
     Row("one client, Suli GET / native: 3 nodes × 3 primaries + 1 replica, 100k",
         (S100K_3P_ONE,), lambda: _one_client_layout(S100K_3P_ONE)),
-    Row("nodes' CPU of the legs, 3 primaries, 100k: as sent / without the typo clauses / "
-        "boards inline (no lookup) / half the depth", (LEG_PARTS,), _leg_parts),
+    Row("the legs at 3 primaries, 100k, with the caller's boards inline and no check of the "
+        "visibility document at all / at half the candidate depth", (LEG_PARTS,), _leg_parts),
+    Row("nodes' CPU of the legs, 3 primaries, 100k: as sent / the corrections sent as the terms "
+        "the engine's rewrite reaches / the same with the word's own stem / no typo clauses",
+        (TYPO_LEVER,), _typo_lever),
     Row("candidate depth 50 instead of 100: first pages unchanged, 100k", (DEPTH_BOUND,),
         _depth_bound),
     Row("one client, Suli GET / native: 3 nodes × 1 primary + 2 replicas, 100k", (S100K_1P,),
         lambda: _one_client_layout(S100K_1P)),
+    Row("one client, Suli GET / native: 1 node, 1 shard, 100k", (S100K_1N,),
+        lambda: _one_client_layout(S100K_1N)),
     Row("search core / raw opensearch-py (legs + page), p50 / p99, 100k", (S100K,),
         _core_over_raw),
     Row("HTTP / core, p50, 100k", (S100K,), _http_over_core),
@@ -359,6 +379,8 @@ ROWS = (
         "primaries + 1 replica, 100k", (ENGINE_3P,), lambda: _engine_layout(ENGINE_3P)),
     Row("nodes' CPU per search: Suli / native with highlight, 3 nodes × 1 primary + 2 "
         "replicas, 100k", (ENGINE_1P,), lambda: _engine_layout(ENGINE_1P)),
+    Row("nodes' CPU per search: Suli / native with highlight, 1 node, 1 shard, 100k",
+        (ENGINE_1N,), lambda: _engine_layout(ENGINE_1N)),
     Row("the page's node CPU, 3 primaries: by id (`_mget`) / `ids` search / `ids` search with "
         "the engine's highlight", (ENGINE_3P,), _page_kinds),
     Row("snippets made in the core, CPU per page of 10 NFCorpus text hits p50 / a page holding "
