@@ -8,6 +8,7 @@ connection's `perform_request`): nothing stands in for the engine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from unittest import mock
 import pytest
 from opensearchpy import OpenSearch
 
-from suli.backends.opensearch import OpenSearchBackend
+from suli.backends.opensearch import OpenSearchBackend, reads
 from suli.backends.opensearch.client import Connection
 from suli.backends.opensearch.directory import AclDirectory
 from suli.backends.opensearch.visdocs import doc_id
@@ -365,37 +366,54 @@ def test_a_page_read_refused_on_every_node_is_searched_instead(world: World) -> 
     assert sent[:2] == SEARCH and "POST _msearch" in sent[2:]  # the page searched after
 
 
+@contextlib.contextmanager
+def lookups(b: OpenSearchBackend) -> Iterator[list[bool]]:
+    """Per `_msearch` sent inside the block: whether its legs looked the boards up."""
+    real = b.client.msearch
+    sent: list[bool] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        sent.append('"path": "board"' in json.dumps(kwargs.get("body")))
+        return real(*args, **kwargs)
+
+    with mock.patch.object(b.client, "msearch", side_effect=spy):
+        yield sent
+
+
 def test_known_boards_go_inline_and_a_change_asks_the_legs_again(world: World) -> None:
     """Once a search has checked a principal's document, the next one sends its boards inline
     (no terms lookup on every shard) and checks the document in the same request: when it
     says other boards now, the legs are asked again with them, never answered from the old."""
     b = backend(world)
-    real = b.client.msearch
-    sent_bodies: list[str] = []
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        sent_bodies.append(json.dumps(kwargs.get("body")))
-        return real(*args, **kwargs)
-
-    def looked_up() -> list[bool]:
-        return ['"path": "board"' in body for body in sent_bodies]
-
-    with mock.patch.object(b.client, "msearch", side_effect=spy):
+    with lookups(b) as looked_up:
         assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
-        assert looked_up() == [True]  # not known yet: the engine looks the boards up
-        sent_bodies.clear()
+        assert looked_up == [True]  # not known yet: the engine looks the boards up
+        looked_up.clear()
         assert seen(world, "prn_a") == ({"itm_a", "itm_w"}, SEARCH)
-        assert looked_up() == [False]  # known: inline, checked in the same request
-        sent_bodies.clear()
+        assert looked_up == [False]  # known: inline, checked in the same request
+        looked_up.clear()
         b.put_acls([acl("brd_b", ["prn_a"])])  # a grant
         ids, sent = seen(world, "prn_a")
         assert ids == {"itm_a", "itm_b", "itm_w"}
         assert sent == AGAIN  # the legs asked again with the new boards
-        assert looked_up() == [False, False]
-        sent_bodies.clear()
+        assert looked_up == [False, False]
         b.put_acls([acl("brd_a", [])])  # a revoke
         resp = world.searcher.search(world.who("prn_a"), _req(facets=True, exact_total=True))
         assert {r.id for r in resp.results} == {"itm_b", "itm_w"}
         assert resp.total == 2  # counted by the legs asked again, not the old boards'
         assert resp.facets is not None and "brd_a" not in str(resp.facets)
         assert "brd_b" in str(resp.facets)
+
+
+def test_a_caller_with_more_boards_than_go_inline_is_looked_up(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past INLINE_BOARDS the boards are not kept: the lookup stays, and the service holds no
+    long board lists."""
+    monkeypatch.setattr(reads, "INLINE_BOARDS", 1)
+    b = backend(world)
+    b.put_acls([acl("brd_b", ["prn_a"])])  # prn_a sees two boards now
+    with lookups(b) as looked_up:
+        for _ in range(2):
+            assert seen(world, "prn_a") == ({"itm_a", "itm_b", "itm_w"}, SEARCH)
+    assert looked_up == [True, True]

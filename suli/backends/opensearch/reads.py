@@ -39,8 +39,11 @@ from suli.visibility import Visibility, can_see, visibility_for
 log = logging.getLogger(__name__)
 
 
-# The stored documents (principals' and tokens') whose boards a service keeps between searches.
+# The stored documents (principals' and tokens') whose boards a service keeps between searches,
+# and the most boards one may hold to be kept: past it the inline list would outweigh the
+# lookup it saves (and 4,096 such lists would hold the service's memory), so it is looked up.
 KNOWN_VISIBILITIES = 4096
+INLINE_BOARDS = 256
 
 
 class Reads:
@@ -222,7 +225,7 @@ class Reads:
         """What the stored document behind `asked` stands for now (None: it cannot be used)."""
         assert asked.stored is not None
         with self._known_lock:
-            if found is None:
+            if found is None or len(found.boards) > INLINE_BOARDS:
                 self._known.data.pop((asked.stored,), None)
             else:
                 self._known.put((asked.stored,), found)
