@@ -26,3 +26,6 @@ class Lru(Generic[T]):
         self.data[key] = value
         while len(self.data) > self.size:
             self.data.popitem(last=False)
+
+    def discard(self, key: tuple[Any, ...]) -> None:
+        self.data.pop(key, None)

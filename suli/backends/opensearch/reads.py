@@ -109,22 +109,15 @@ class Reads:
             if answer.principal is None:  # the token's principal is gone: no session either
                 return LegResults(session=session)
             vis = answer.vis
-            self._remember(query.vis, vis)
-            if vis is None:  # the token's copy is not current: these legs may not be used
-                acls = self.visibility.acls(answer.principal.workspace)
-                vis = visibility_for(answer.principal, acls)
-                redone = self.search(replace(query, vis=vis))
-                return replace(redone, vis=vis, session=session)
-            if known is not None and known != vis:  # sent with other boards: ask again
-                return replace(self.search(replace(query, vis=vis)), vis=vis, session=session)
         elif query.vis.stored is not None:
             vis = visdocs.resolved(query.vis, responses.pop(0))
+        if query.vis.stored is not None:
             self._remember(query.vis, vis)
-            if vis is None:  # no current document: these legs may not be used; as before
-                vis = self.visibility.from_acls(query.vis)
-                return replace(self.search(replace(query, vis=vis)), vis=vis)
-            if known is not None and known != vis:  # sent with other boards: ask again
-                return replace(self.search(replace(query, vis=vis)), vis=vis)
+            # No current document (these legs may not be used: the ACLs are read, as before),
+            # or the legs went with known boards the document no longer names: ask again.
+            if vis is None or (known is not None and known != vis):
+                vis = vis or self._from_acls(query.vis, session)
+                return replace(self.search(replace(query, vis=vis)), vis=vis, session=session)
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
             # restarts and its shard copies move, is asked once more before it is reported.
@@ -214,6 +207,14 @@ class Reads:
             legs.append(("vector", vector_body))
         return legs
 
+    def _from_acls(self, vis: Visibility, session: Session | None) -> Visibility:
+        """The caller's visibility read from the ACLs, its stored document being unusable
+        (by token: the session's principal's, read in the same request)."""
+        who = session.principal if session is not None else None
+        if who is None:
+            return self.visibility.from_acls(vis)
+        return visibility_for(who, self.visibility.acls(who.workspace))
+
     def _known_vis(self, vis: Visibility) -> Visibility | None:
         """The visibility the stored document behind `vis` stood for at its last check."""
         if vis.stored is None:
@@ -226,7 +227,7 @@ class Reads:
         assert asked.stored is not None
         with self._known_lock:
             if found is None or len(found.boards) > INLINE_BOARDS:
-                self._known.data.pop((asked.stored,), None)
+                self._known.discard((asked.stored,))
             else:
                 self._known.put((asked.stored,), found)
 
