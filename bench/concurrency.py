@@ -339,6 +339,7 @@ def run_levels(
     rank_constant: int = 60,
     timeout: float = 60.0,
     native: bool = True,
+    settle: float = 0.0,
 ) -> dict[str, Any]:
     """Closed-loop throughput of Suli HTTP search and OpenSearch's native hybrid query, per level.
 
@@ -360,7 +361,8 @@ def run_levels(
 
     Before the levels every query goes once to each side (see prime): Suli's service then
     answers from its query-vector cache, as the native side is handed its vectors. That cache
-    holds 256 queries: with more, the Suli side embeds inside the measured window.
+    holds 256 queries: with more, the Suli side embeds inside the measured window. `settle`:
+    seconds waited after the prime (the service's reads of corrections, in the background).
 
     Returns {"prime_errors": {side: {kind: n}}, "levels": [{"clients": n, "suli_http": {...}, "native_hybrid": {...},
     "qps_ratio_suli_over_native": r, "load_avg_1m": [before, after]}, ...], plus the run's
@@ -386,6 +388,9 @@ def run_levels(
         suli_url, token, os_urls, index, queries, vectors, visibility, depth, limit, pipeline
     )
     primed = {name: prime(sides[name], timeout) for name in names}
+    # The service reads the typo words' corrections in the background after the searches that
+    # lacked them (corrections.py): `settle` seconds let that finish before any timed block.
+    time.sleep(settle)
     per_block = seconds / blocks
     rows = []
     for li, clients in enumerate(levels):

@@ -110,7 +110,7 @@ def typo_weight(weight: float) -> Iterator[None]:
 def typo_clauses_off() -> Iterator[None]:
     """The word leg as it was before the typo clauses: exact words only."""
     with (
-        mock.patch.object(opensearch_bodies, "typo_clauses", lambda text, flavour: []),
+        mock.patch.object(opensearch_bodies, "typo_clauses", lambda text, flavour, known=None: []),
         mock.patch.object(
             embedded_typos,
             "text_match",

@@ -42,4 +42,5 @@ def concurrency(run: SizeRun) -> dict[str, Any]:
             suli_url, token, run.url.split(","), run.alias, texts, vecs, vis,
             levels=tuple(run.args.levels), seconds=run.args.concurrency_seconds,
             depth=run.settings.candidate_depth, native=native,
+            settle=run.args.prime_settle,
         ))  # fmt: skip

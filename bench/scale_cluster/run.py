@@ -98,6 +98,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="`suli serve --workers` for the concurrency phase (default 1: see above)",
     )
     g.add_argument("--concurrency-seconds", type=float, default=30)
+    g.add_argument(
+        "--prime-settle",
+        type=float,
+        default=30.0,
+        help="seconds after the prime for the service's background reads of corrections",
+    )
     args = ap.parse_args(argv)
     if args.write_rate < 1:
         ap.error("--write-rate: at least 1 item a second")

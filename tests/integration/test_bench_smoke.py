@@ -146,10 +146,12 @@ def test_scale_cluster_runs_every_phase_on_the_test_node(
         "legs_typos_expanded",
         "legs_typos_expanded_stems",
         "legs_boards_lookup",
+        "legs_fuzzy",
     ):
         assert cpu[kind]["wall_ms_median"] > 0, kind
     # Corrections sent as the terms the engine's rewrite reaches answer as the fuzzy clauses do.
     assert cpu["legs_typos_expanded_same_hits_as_suli_legs"] == "8/8"
+    assert cpu["suli_legs_same_hits_as_legs_fuzzy"] == "8/8" and cpu["corrections_settled"]
     # Candidate depth: every query with a page counted, each share a fraction.
     assert 0 < depth["queries"] <= 8 and set(depth["depths"]) == {"25", "50", "75"}
     for d in depth["depths"].values():
@@ -204,7 +206,7 @@ def test_scale_cluster_concurrency_measures_suli_alone_without_neural_search(
             ["--url", opensearch_url, "--sizes", "300", "--replicas", "0", "--prefix", prefix,
              "--data-root", str(tmp_path / "data"), "--centres", "10", "--queries", "4",
              "--phases", "load", "concurrency", "--levels", "1", "--concurrency-seconds", "1",
-             "--serve-workers", "1", "--out", str(tmp_path / "rows.jsonl")]
+             "--serve-workers", "1", "--prime-settle", "0", "--out", str(tmp_path / "rows.jsonl")]
         )  # fmt: skip
     finally:
         OpenSearch(opensearch_url).indices.delete(index=f"{prefix}-*")

@@ -3,7 +3,7 @@ responses are read and written by suli.backends.opensearch.docs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC
 from typing import Any
@@ -56,7 +56,24 @@ PREFIX_BOOST = 0.1
 TYPO_TERMS = 1024
 
 
-def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
+# The fields the typo clauses correct against, unstemmed (typo_clauses), and the fuzzy
+# clause's own settings: the engine rewrites exactly this clause when the corrections are read
+# ahead (suli.backends.opensearch.corrections).
+TYPO_FIELDS = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
+FUZZY = {
+    "type": "most_fields",
+    "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
+    "prefix_length": PREFIX_LENGTH,
+    "fuzzy_transpositions": True,
+    "fuzzy_rewrite": f"top_terms_{TYPO_TERMS}",
+}
+# A word's corrections as the engine's rewrite reached them: (field, term, weight).
+Corrections = Mapping[str, Sequence[tuple[str, str, float]]]
+
+
+def typo_clauses(
+    text: str, flavour: TextFields, known: Corrections | None = None
+) -> list[dict[str, Any]]:
     """The clauses that forgive typos: the longer words fuzzy (the edits of
     suli.text.max_edits, the first letter fixed) and the last word as a prefix. Common words are
     never fuzzed, and a query of only common words ("plain") has none. Both take only the
@@ -67,13 +84,17 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     word meant, the more its correction counts, as the word itself would. Each term is scored by
     its own statistics, not blended with the others' (`top_terms_blended_freqs_N`, Lucene's
     default), so a near-miss that only another tenant's items hold changes no visible item's
-    score. The prefix is a constant score over every term it reaches (PREFIX_BOOST)."""
+    score. The prefix is a constant score over every term it reaches (PREFIX_BOOST).
+
+    A word in `known` goes as that boolean itself: its corrections as `term` clauses with the
+    rewrite's weights (read ahead and checked fresh by suli.backends.opensearch.corrections),
+    which scores every document as the fuzzy clause does without walking the term
+    dictionaries again."""
     if flavour == "plain":
         return []
     # On the unstemmed fields, as the embedded store corrects against its unstemmed
     # vocabulary: a typo is an edit of the word, and a stem cut short ("orchestrations" ->
     # "orchestr") would reach words ("orchestra") the query never came near.
-    fields = [CONTENT_FIELD["plain"], PATH_FIELD["plain"]]
     # The word as the exact clause matches it (stemmed): an item the exact clause scores for
     # the word ("cancers" for "cancer") gains nothing from its corrections on top.
     exact_fields = [CONTENT_FIELD[flavour], PATH_FIELD[flavour]]
@@ -86,17 +107,12 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
 
     out: list[dict[str, Any]] = []
     for word in typo_words(text):
-        fuzzy = {
-            "multi_match": {
-                "query": word,
-                "fields": fields,
-                "type": "most_fields",
-                "fuzziness": f"AUTO:{FUZZY_MIN_CHARS},{TWO_EDITS_CHARS}",
-                "prefix_length": PREFIX_LENGTH,
-                "fuzzy_transpositions": True,
-                "fuzzy_rewrite": f"top_terms_{TYPO_TERMS}",
-            }
-        }
+        terms = (known or {}).get(word)
+        if terms is not None:
+            should = [{"term": {f: {"value": t, "boost": w}}} for f, t, w in terms]
+            fuzzy = {"bool": {"should": should or [{"match_none": {}}]}}
+        else:
+            fuzzy = {"multi_match": {"query": word, "fields": list(TYPO_FIELDS), **FUZZY}}
         out.append(unless_exact(fuzzy, word, TYPO_WEIGHT))
     last = prefix_word(text)
     if last is not None:
@@ -107,10 +123,10 @@ def typo_clauses(text: str, flavour: TextFields) -> list[dict[str, Any]]:
     return out
 
 
-def text_match(text: str, flavour: TextFields) -> dict[str, Any]:
+def text_match(text: str, flavour: TextFields, known: Corrections | None = None) -> dict[str, Any]:
     """The scoring clause of the text leg: the exact words, or any of the typo clauses."""
     exact = exact_match(text, flavour)
-    typos = typo_clauses(text, flavour)
+    typos = typo_clauses(text, flavour, known)
     if not typos:
         return exact
     return {"bool": {"should": [exact, *typos], "minimum_should_match": 1}}
@@ -254,16 +270,19 @@ def _lean(size: int) -> dict[str, Any]:
     }
 
 
-def text_leg(q: LegQuery, after: Sequence[Any] | None = None) -> dict[str, Any]:
+def text_leg(
+    q: LegQuery, after: Sequence[Any] | None = None, known: Corrections | None = None
+) -> dict[str, Any]:
     """BM25 over title, body, caption, path and tags; user text goes in as plain words only.
 
-    It starts after the sort values `after` (text_anchor's hit's), else at `q.text_offset`."""
+    It starts after the sort values `after` (text_anchor's hit's), else at `q.text_offset`;
+    the words in `known` go with their corrections (typo_clauses)."""
     assert q.text is not None
     body = {
         **_lean(q.depth),
         "query": {
             "bool": {
-                "must": [text_match(q.text, q.text_fields)],
+                "must": [text_match(q.text, q.text_fields, known)],
                 "filter": filter_clauses(q.vis, q.filters, q.regex),
             }
         },

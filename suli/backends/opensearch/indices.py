@@ -9,6 +9,7 @@ from typing import Any
 import opensearchpy
 
 import mappings
+from suli.backends.opensearch import corrections
 from suli.backends.opensearch.client import Connection, wrap
 from suli.backends.opensearch.hnsw import Hnsw, hnsw_drift
 from suli.errors import BackendUnavailable
@@ -46,6 +47,7 @@ class Indices:
         # index is made by this Suli, keyed from the start.
         self._keyed = conn.workspace is not None
         self._keyed_indices: dict[str, bool] = {}  # physical index -> keyed (the page's reads)
+        self._stamped: dict[str, bool] = {}  # physical index or alias -> has write stamps
 
     def physical_name(self) -> str:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
@@ -127,6 +129,26 @@ class Indices:
                 "`suli reindex` once to move it to per-workspace keys (reads keep working)"
             )
         self._keyed = True
+
+    def stamped(self, index: str, *, again: bool = False) -> bool:
+        """Whether the index (`index` a physical one, or an alias: the one behind it now)
+        carries write stamps (`written_at`, mapping version 5 on): writes stamp every item
+        there, and reads may use corrections read ahead (corrections.py). An alias is read
+        again with `again` (after `suli reindex` moved it: see Writes)."""
+        known = None if again else self._stamped.get(index)
+        if known is None:
+            # Transport faults go to the caller's retries as they are (the bulk's own).
+            try:
+                got = self.conn.client.indices.get_mapping(index=index)
+            except opensearchpy.NotFoundError:
+                return False  # no index yet: the write fails as it always has
+            has = [
+                corrections.STAMP_FIELD in (m["mappings"].get("properties") or {})
+                for m in got.values()
+            ]
+            known = bool(has) and all(has)
+            self._stamped[index] = known
+        return known
 
     def keyed(self, index: str) -> bool:
         """Whether a physical index keys its items by workspace (`keys.key`), as every index

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from suli.backends.base import (
 )
 from suli.backends.opensearch import bodies, docs, keys, visdocs
 from suli.backends.opensearch.client import MIN_TIMEOUT_S, Connection, wrap
+from suli.backends.opensearch.corrections import Corrections, Known, Newest, newest, newest_body
 from suli.backends.opensearch.indices import Indices
 from suli.backends.opensearch.visibility import VisibilityUpkeep
 from suli.backends.opensearch.workspaces import Workspaces
@@ -34,6 +35,7 @@ from suli.cursor import MAX_FROM
 from suli.errors import BackendUnavailable, InvalidInput, SuliError
 from suli.lru import Lru
 from suli.models import Filters, Item
+from suli.text import typo_words
 from suli.visibility import Visibility, can_see, visibility_for
 
 log = logging.getLogger(__name__)
@@ -68,11 +70,36 @@ class Reads:
         # with the document's, so no answer is built from an old one (DESIGN 2).
         self._known: Lru[Visibility] = Lru(KNOWN_VISIBILITIES)
         self._known_lock = threading.Lock()
+        # The typo words' corrections, read ahead and checked in each search's own request.
+        self.corrections = Corrections(
+            self._validate,
+            indices.stamped,
+            self._newest,
+            bodies.TYPO_FIELDS,
+            bodies.FUZZY,
+        )
 
-    def search(self, query: LegQuery) -> LegResults:
+    # The background reads of corrections go through the client without transport retries
+    # (each is only an optimisation), on connections of their own beside the searches'.
+    def _validate(self, alias: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        params = {"rewrite": "true", "all_shards": "true"}
+        got = self.conn.write_client.indices.validate_query(index=alias, body=body, params=params)
+        return list(got.get("explanations") or [])
+
+    def _newest(self, alias: str, since_ms: int) -> Newest | None:
+        return newest(self.conn.write_client.search(index=alias, body=newest_body(since_ms)))
+
+    def search(self, query: LegQuery, *, ahead: bool = True) -> LegResults:
+        """Both legs in one `_msearch`. `ahead`: typo words whose corrections are known go
+        as those (corrections.py), the index's newest write stamp read in the same request;
+        legs whose corrections turn out to be older than a write are asked again without."""
         known = self._known_vis(query.vis)
+        header = self.workspaces.items_header(query.vis.workspace)
+        alias = header["index"]
+        words = typo_words(query.text) if query.text and query.text_fields == "stemmed" else []
+        fixed = self.corrections.known(alias, words) if ahead and words else {}
         # With the boards known, the legs' filter holds them inline (no lookup).
-        legs = self._leg_bodies(query if known is None else replace(query, vis=known))
+        legs = self._leg_bodies(query if known is None else replace(query, vis=known), fixed)
         if not legs:
             return LegResults()
         lines: list[dict[str, Any]] = []
@@ -83,7 +110,9 @@ class Reads:
         elif query.vis.stored is not None:  # the boards' check rides in the same request
             lines += [{"index": self.conn.acl_index}, visdocs.check_body(query.vis)]
         for _, body in legs:
-            lines += [self.workspaces.items_header(query.vis.workspace), body]
+            lines += [header, body]
+        if fixed:  # any write the corrections could miss, checked in the same request
+            lines += [header, newest_body(self.corrections.since(fixed))]
         started = time.monotonic()
         params = self.conn.read_params(query.timeout_s, started)
         search_timeout = params.pop("timeout", None)
@@ -99,6 +128,7 @@ class Reads:
         errors: dict[str, str] = {}
         timings: dict[str, float] = {"msearch": took}
         responses = list(resp["responses"])
+        found = newest(responses.pop()) if fixed else None
         vis = None
         session: Session | None = None
         if by_token:
@@ -117,7 +147,13 @@ class Reads:
             # or the legs went with known boards the document no longer names: ask again.
             if vis is None or (known is not None and known != vis):
                 vis = vis or self._from_acls(query.vis, session)
-                return replace(self.search(replace(query, vis=vis)), vis=vis, session=session)
+                again = self.search(replace(query, vis=vis), ahead=ahead)
+                return replace(again, vis=vis, session=session)
+        if fixed and not self.corrections.still_good(alias, fixed, found, _indices(responses)):
+            # Written since the corrections were read: the legs again, with fuzzy clauses.
+            return self.search(query, ahead=False)
+        if len(fixed) < len(words):
+            self.corrections.want(alias, [w for w in words if w not in fixed])
         for n, ((_, body), r) in enumerate(zip(legs, responses, strict=True)):
             # A leg whose shards failed, all (a 5xx) or some (`_shards.failed`), as while a node
             # restarts and its shard copies move, is asked once more before it is reported.
@@ -192,11 +228,14 @@ class Reads:
             session=session,
         )
 
-    def _leg_bodies(self, query: LegQuery) -> list[tuple[str, dict[str, Any]]]:
-        """The legs' search bodies, by leg name."""
+    def _leg_bodies(
+        self, query: LegQuery, fixed: Mapping[str, Known] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The legs' search bodies, by leg name (the words in `fixed` with their corrections)."""
         legs: list[tuple[str, dict[str, Any]]] = []
         if query.text is not None:
-            text_body = bodies.text_leg(query, self._anchor(query))
+            known = {w: k.terms for w, k in (fixed or {}).items() if k.terms is not None}
+            text_body = bodies.text_leg(query, self._anchor(query), known)
             # Count the matches, not just the `depth` returned: all of them when the answer's
             # `total` must be exact, else up to count_to (a lower bound past it, and the
             # engine may skip what cannot reach the top: no exhaustive scoring).
@@ -558,6 +597,11 @@ PAGE_RETRY_PAUSES_S = (0.25, 1.0)
 def _ids(answer: dict[str, Any]) -> frozenset[str]:
     """The item ids of a search answer's hits."""
     return frozenset(h["_source"]["id"] for h in answer["hits"]["hits"])
+
+
+def _indices(responses: Sequence[dict[str, Any]]) -> set[str]:
+    """The concrete indices the legs' hits came from."""
+    return {h["_index"] for r in responses for h in (r.get("hits") or {}).get("hits") or ()}
 
 
 def _words(answer: dict[str, Any]) -> frozenset[str]:

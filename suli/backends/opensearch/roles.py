@@ -35,7 +35,14 @@ ROLE_NAMES = (QUERY, INDEXER, ADMIN)
 
 # What every Suli process does before its first request: find the alias's index, read its
 # mapping (model, HNSW parameters), check the cluster's health for /readyz.
-_INSPECT = ["indices:admin/get", "indices:admin/aliases/get", "indices:admin/mappings/get"]
+# Validate: the engine's rewrite of a typo word's fuzzy clause, read ahead of the searches that
+# need it (suli.backends.opensearch.corrections); it reads term dictionaries, no document.
+_INSPECT = [
+    "indices:admin/get",
+    "indices:admin/aliases/get",
+    "indices:admin/mappings/get",
+    "indices:admin/validate/query",
+]
 # Multi-document reads are cluster-level actions in the security plugin; each index they
 # touch is then checked against the index permissions.
 _MULTI_READ = ["indices:data/read/msearch", "indices:data/read/mget", "indices:data/read/scroll*"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import opensearchpy
@@ -21,7 +21,7 @@ from tenacity import (
 )
 
 from suli.backends.base import KEEP_GONE, BulkOutcome
-from suli.backends.opensearch import bodies, docs, keys, tls
+from suli.backends.opensearch import bodies, corrections, docs, keys, tls
 from suli.backends.opensearch.client import Connection
 from suli.backends.opensearch.indices import Indices
 from suli.backends.opensearch.workspaces import Workspaces
@@ -81,9 +81,11 @@ class Writes:
         missing: list[str] = []
         rejected: dict[str, str] = {}
         retries = 0
+        moved = False  # a reindex swapped the alias: read again whether its index is stamped
         for round_no in range(BULK_ROUNDS):
             if not pending:
                 break
+            again, moved = moved, False
             if round_no:
                 retries += len(pending)
                 delay = min(15.0, 0.5 * 2 ** (round_no - 1)) * (0.5 + random.random())
@@ -98,6 +100,7 @@ class Writes:
             results: list[tuple[bool, dict[str, Any]]] = []
             for attempt in self._retrying():
                 with attempt:
+                    self._stamp(batch, target, again=again)
                     results = list(
                         helpers.streaming_bulk(
                             self.conn.write_client,
@@ -136,6 +139,7 @@ class Writes:
                 if isinstance(status, int) and status in RETRY_STATUSES:
                     continue  # stays pending for the next round
                 if status == 403 and WRITE_BLOCK in str(op.get("error")):
+                    moved = True
                     continue  # a reindex is swapping the alias: re-send
                 if op.get("result") == "not_found" or status == 404:
                     missing.append(item_id)  # delete of an absent id: nothing to do
@@ -160,6 +164,22 @@ class Writes:
             retries=retries,
             missing=ids(missing),
         )
+
+    def _stamp(self, actions: Iterable[dict[str, Any]], target: str, again: bool) -> None:
+        """Stamp each item written with the time it is sent (`written_at`), where the index
+        has stamps: a search checks the newest one before it uses corrections read ahead
+        (corrections.py). Stamped again on each re-send, and the index read again after a
+        reindex moved the alias (the new index may have stamps the old one had not)."""
+        stamped = self.indices.stamped(target, again=again)
+        when = corrections.now_ms()
+        for a in actions:
+            doc = a["_source"].get("doc") if a["_op_type"] == "update" else a.get("_source")
+            if doc is None:
+                continue
+            if stamped:
+                doc[corrections.STAMP_FIELD] = when
+            else:
+                doc.pop(corrections.STAMP_FIELD, None)
 
     def upsert(
         self, items: Sequence[tuple[Item, Sequence[float] | None]], index: str | None = None
