@@ -55,7 +55,7 @@ def test_anything_but_a_list_of_terms_keeps_the_fuzzy_clause(text: str) -> None:
 def test_a_term_that_looks_like_syntax_is_still_one_term() -> None:
     # path.plain splits on / . _ - and spaces only: `a)^0.5` is one term of a path.
     assert parse("(path.plain:a)^0.5)^0.75", "path.plain") == {"a)^0.5": 0.75}
-    assert parse("path.plain:x~9", "path.plain") == {"x~9": 1.0}
+    assert parse("(path.plain:x~9)^0.5", "path.plain") == {"x~9": 0.5}
 
 
 def legs_body(known: Any) -> dict[str, Any]:

@@ -105,7 +105,8 @@ def parse(explanation: str, field: str) -> dict[str, float] | None:
         term, weight = got
         boosted = piece.startswith("(")
         again = f"({field}:{term})^{piece.rpartition(')^')[2]}" if boosted else f"{field}:{term}"
-        if again != piece:
+        if again != piece or (not boosted and "~" in term):
+            # Weight 1 is the word itself (no edit), a \w+ run: a `~` is a fuzzy clause left.
             return None
         out[term] = weight
     return out
