@@ -137,9 +137,11 @@ class Indices:
         again with `again` (after `suli reindex` moved it: see Writes)."""
         known = None if again else self._stamped.get(index)
         if known is None:
-            # Transport faults go to the caller's retries as they are (the bulk's own).
+            # Transport faults go to the caller's retries as they are (the bulk's own), on
+            # the client without retries of its own (the one the writes and the background
+            # reads of corrections use, apart from the searches' connections).
             try:
-                got = self.conn.client.indices.get_mapping(index=index)
+                got = self.conn.write_client.indices.get_mapping(index=index)
             except opensearchpy.NotFoundError:
                 return False  # no index yet: the write fails as it always has
             has = [
