@@ -56,7 +56,9 @@ def wait_green(client: OpenSearch, index: str, timeout: float) -> float:
 
 
 def delete_written(client: OpenSearch, alias: str) -> int:
-    """Drop what a writes phase added (also after a crash), so the index holds n items."""
+    """Drop what a writes phase added (also after a crash), so the index holds n items.
+    Refreshed first: the writer's last items (indexed, not yet searchable) are found too."""
+    client.indices.refresh(index=alias)
     r = client.delete_by_query(
         index=alias, body={"query": {"prefix": {"id": WRITTEN_PREFIX}}},
         params={"refresh": "true", "conflicts": "proceed", "request_timeout": 600},
