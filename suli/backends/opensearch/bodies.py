@@ -108,6 +108,7 @@ def typo_clauses(
     out: list[dict[str, Any]] = []
     for word in typo_words(text):
         terms = (known or {}).get(word)
+        fuzzy: dict[str, Any]
         if terms is not None:
             should = [{"term": {f: {"value": t, "boost": w}}} for f, t, w in terms]
             fuzzy = {"bool": {"should": should or [{"match_none": {}}]}}

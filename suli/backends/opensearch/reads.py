@@ -147,8 +147,8 @@ class Reads:
             # or the legs went with known boards the document no longer names: ask again.
             if vis is None or (known is not None and known != vis):
                 vis = vis or self._from_acls(query.vis, session)
-                again = self.search(replace(query, vis=vis), ahead=ahead)
-                return replace(again, vis=vis, session=session)
+                asked = self.search(replace(query, vis=vis), ahead=ahead)
+                return replace(asked, vis=vis, session=session)
         if fixed and not self.corrections.still_good(alias, fixed, found, _indices(responses)):
             # Written since the corrections were read: the legs again, with fuzzy clauses.
             return self.search(query, ahead=False)
