@@ -91,11 +91,11 @@ SCALE_RECALL = "scale_cluster_20261201.jsonl"
 # Known boards inline (section 26): the three layouts again.
 ENGINE_3P = "engine_cpu_corrections_100k_3p_20261205.json"  # 3 primaries + 1 replica
 PAGE_KINDS = "engine_cpu_100k_3p_inline_20261205.json"  # the page read three ways, 3 primaries
-ENGINE_1P = "engine_cpu_100k_1p_inline_20261205.json"  # 1 primary + 2 replicas
+ENGINE_1P = "engine_cpu_corrections_100k_1p_20261205.json"  # 1 primary + 2 replicas
 ENGINE_1N = "engine_cpu_100k_1node_20261205.json"  # one node, one shard
 S100K_3P = "scale_100k_3p_corrections_20261205.jsonl"  # 1 and 16 clients
 S100K_3P_ONE = S100K_3P
-S100K_1P = "scale_100k_1p_inline_20261205.jsonl"  # 1 and 16 clients
+S100K_1P = "scale_100k_1p_corrections_20261205.jsonl"  # 1 and 16 clients
 S100K_1N = "scale_100k_1node_20261205.jsonl"  # 1 and 16 clients
 ENGINE_1M_3P = "engine_cpu_corrections_1m_3p_20261205.json"  # 1M, 3 primaries + 1 replica
 S1M_3P = "scale_1m_3p_corrections_20261205.jsonl"  # 1 and 16 clients, same index
